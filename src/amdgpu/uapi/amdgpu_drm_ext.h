@@ -1,0 +1,220 @@
+/*
+ * amdgpu kernel UAPI that Debian 12's libdrm 2.4.114 <amdgpu_drm.h> does not carry.
+ *
+ * This is the one home of these definitions: src/amdgpu issues them, emu/ implements them.
+ * Every structure is laid out exactly as the kernel defines it; sizes and offsets are checked
+ * below so a mistake breaks the build rather than the ABI.
+ *
+ * Sources (facts only):
+ *  - torvalds/linux include/uapi/drm/amdgpu_drm.h (user queues 0x16..0x18, INFO 0x23 GPUVM_FAULT,
+ *    INFO 0x24 UQ_FW_AREAS, DOMAIN_DOORBELL 0x40, the longer drm_amdgpu_info_device, families).
+ *  - the profiler UAPI posted to amd-gfx in Sept 2026 ("[PATCH 01/12] drm/amdgpu: add profiler
+ *    UAPI definitions"): DRM_AMDGPU_PROFILER 0x1C and its argument structures.
+ *
+ * Names carry an RVGL_/rvgl_ prefix where the kernel name might later appear in a system header,
+ * so a newer libdrm cannot clash with us.
+ */
+#ifndef ROCM_VIRGL_AMDGPU_DRM_EXT_H
+#define ROCM_VIRGL_AMDGPU_DRM_EXT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <drm.h>
+#include <amdgpu_drm.h>
+
+#ifdef __cplusplus
+#define RVGL_UAPI_ASSERT(expr, msg) static_assert(expr, msg)
+extern "C" {
+#else
+#define RVGL_UAPI_ASSERT(expr, msg) _Static_assert(expr, msg)
+#endif
+
+/* ---- memory domains and families missing from 2.4.114 ---- */
+#define RVGL_AMDGPU_GEM_DOMAIN_DOORBELL 0x40u
+#define RVGL_AMDGPU_FAMILY_AI 141u        /* Vega10 .. gfx9.4.x (CDNA3 gfx942 reports AI) */
+#define RVGL_AMDGPU_FAMILY_GC_11_0_0 145u /* RDNA3 gfx1100 */
+#define RVGL_AMDGPU_FAMILY_GC_12_0_0 152u
+
+/* ---- new ioctl numbers ---- */
+#define RVGL_DRM_AMDGPU_USERQ 0x16
+#define RVGL_DRM_AMDGPU_USERQ_SIGNAL 0x17
+#define RVGL_DRM_AMDGPU_USERQ_WAIT 0x18
+#define RVGL_DRM_AMDGPU_PROFILER 0x1C
+
+/* ---- user queues (Linux 6.16+) ---- */
+#define RVGL_AMDGPU_USERQ_OP_CREATE 1u
+#define RVGL_AMDGPU_USERQ_OP_FREE 2u
+
+#define RVGL_AMDGPU_USERQ_CREATE_FLAGS_QUEUE_PRIORITY_MASK 0x3u
+#define RVGL_AMDGPU_USERQ_CREATE_FLAGS_QUEUE_PRIORITY_NORMAL_LOW 0u
+#define RVGL_AMDGPU_USERQ_CREATE_FLAGS_QUEUE_PRIORITY_LOW 1u
+#define RVGL_AMDGPU_USERQ_CREATE_FLAGS_QUEUE_PRIORITY_NORMAL_HIGH 2u
+#define RVGL_AMDGPU_USERQ_CREATE_FLAGS_QUEUE_PRIORITY_HIGH 3u
+#define RVGL_AMDGPU_USERQ_CREATE_FLAGS_QUEUE_SECURE (1u << 2)
+
+struct rvgl_drm_amdgpu_userq_in {
+  __u32 op;
+  __u32 queue_id;
+  __u32 ip_type;
+  __u32 doorbell_handle;
+  __u32 doorbell_offset; /* in dwords within the doorbell object */
+  __u32 flags;
+  __u64 queue_va;
+  __u64 queue_size;
+  __u64 rptr_va;
+  __u64 wptr_va;
+  __u64 mqd;      /* user pointer to the IP specific MQD */
+  __u64 mqd_size; /* must equal the size of that MQD structure */
+};
+
+struct rvgl_drm_amdgpu_userq_out {
+  __u32 queue_id;
+  __u32 _pad;
+};
+
+union rvgl_drm_amdgpu_userq {
+  struct rvgl_drm_amdgpu_userq_in in;
+  struct rvgl_drm_amdgpu_userq_out out;
+};
+
+struct rvgl_drm_amdgpu_userq_mqd_compute_gfx11 {
+  __u64 eop_va;
+};
+
+struct rvgl_drm_amdgpu_userq_mqd_sdma_gfx11 {
+  __u64 csa_va;
+};
+
+#define RVGL_DRM_IOCTL_AMDGPU_USERQ \
+  DRM_IOWR(DRM_COMMAND_BASE + RVGL_DRM_AMDGPU_USERQ, union rvgl_drm_amdgpu_userq)
+
+RVGL_UAPI_ASSERT(sizeof(struct rvgl_drm_amdgpu_userq_in) == 72, "userq_in size");
+RVGL_UAPI_ASSERT(offsetof(struct rvgl_drm_amdgpu_userq_in, queue_va) == 24, "userq_in.queue_va");
+RVGL_UAPI_ASSERT(offsetof(struct rvgl_drm_amdgpu_userq_in, mqd) == 56, "userq_in.mqd");
+RVGL_UAPI_ASSERT(sizeof(union rvgl_drm_amdgpu_userq) == 72, "userq size");
+
+/* ---- INFO queries newer than 2.4.114 ---- */
+#define RVGL_AMDGPU_INFO_MAX_IBS 0x22u
+#define RVGL_AMDGPU_INFO_GPUVM_FAULT 0x23u
+#define RVGL_AMDGPU_INFO_UQ_FW_AREAS 0x24u
+
+struct rvgl_drm_amdgpu_info_gpuvm_fault {
+  __u64 addr;
+  __u32 status;
+  __u32 vmhub;
+};
+RVGL_UAPI_ASSERT(sizeof(struct rvgl_drm_amdgpu_info_gpuvm_fault) == 16, "gpuvm_fault size");
+
+struct rvgl_drm_amdgpu_info_uq_metadata_compute {
+  __u32 eop_size;
+  __u32 eop_alignment;
+};
+struct rvgl_drm_amdgpu_info_uq_metadata_sdma {
+  __u32 csa_size;
+  __u32 csa_alignment;
+};
+struct rvgl_drm_amdgpu_info_uq_metadata_gfx {
+  __u32 shadow_size;
+  __u32 shadow_alignment;
+  __u32 csa_size;
+  __u32 csa_alignment;
+};
+struct rvgl_drm_amdgpu_info_uq_metadata {
+  union {
+    struct rvgl_drm_amdgpu_info_uq_metadata_gfx gfx;
+    struct rvgl_drm_amdgpu_info_uq_metadata_compute compute;
+    struct rvgl_drm_amdgpu_info_uq_metadata_sdma sdma;
+  };
+};
+RVGL_UAPI_ASSERT(sizeof(struct rvgl_drm_amdgpu_info_uq_metadata) == 16, "uq_metadata size");
+
+/*
+ * DEV_INFO as current kernels fill it: 2.4.114's struct drm_amdgpu_info_device (368 bytes) followed
+ * by the fields added since. The kernel copies min(return_size, its size), so a 2.4.114 caller
+ * simply gets the prefix.
+ */
+struct rvgl_drm_amdgpu_info_device {
+  struct drm_amdgpu_info_device base;
+  __u64 min_engine_clock;
+  __u64 min_memory_clock;
+  __u32 tcp_cache_size;
+  __u32 num_sqc_per_wgp;
+  __u32 sqc_data_cache_size;
+  __u32 sqc_inst_cache_size;
+  __u32 gl1c_cache_size;
+  __u32 gl2c_cache_size;
+  __u64 mall_size;
+  __u32 enabled_rb_pipes_mask_hi;
+  __u32 shadow_size;
+  __u32 shadow_alignment;
+  __u32 csa_size;
+  __u32 csa_alignment;
+  __u32 userq_ip_mask; /* 1 << AMDGPU_HW_IP_* for each IP with user queues */
+  __u32 pad;
+};
+RVGL_UAPI_ASSERT(sizeof(struct drm_amdgpu_info_device) == 368, "2.4.114 dev_info size");
+RVGL_UAPI_ASSERT(offsetof(struct rvgl_drm_amdgpu_info_device, min_engine_clock) == 368,
+                 "dev_info tail starts where 2.4.114 ends");
+RVGL_UAPI_ASSERT(offsetof(struct rvgl_drm_amdgpu_info_device, mall_size) == 408, "mall_size");
+RVGL_UAPI_ASSERT(offsetof(struct rvgl_drm_amdgpu_info_device, userq_ip_mask) == 436,
+                 "userq_ip_mask");
+RVGL_UAPI_ASSERT(sizeof(struct rvgl_drm_amdgpu_info_device) == 448, "dev_info size");
+
+/* ---- profiler / SPM (seed 000, DRM_AMDGPU_PROFILER 0x1C) ---- */
+#define RVGL_AMDGPU_PROFILER_OP_GET_VER 1u
+#define RVGL_AMDGPU_PROFILER_OP_SPM 2u
+
+#define RVGL_AMDGPU_SPM_OP_ACQUIRE 1u
+#define RVGL_AMDGPU_SPM_OP_RELEASE 2u
+#define RVGL_AMDGPU_SPM_OP_SET_DEST_BUF 3u
+
+/* The version GET_VER reports: (MAJOR << 24) | MINOR. */
+#define RVGL_AMDGPU_PROFILER_VERSION_MAJOR(v) ((__u32)(v) >> 24)
+#define RVGL_AMDGPU_PROFILER_VERSION_MINOR(v) ((__u32)(v)&0xffffffu)
+
+struct rvgl_drm_amdgpu_spm_args {
+  __u64 dest_buf; /* user pointer; 0 stops streaming */
+  __u32 buf_size;
+  __u32 op;
+  __u32 timeout;      /* in: ms to wait for the previous buffer; out: ms left */
+  __u32 bytes_copied; /* out: bytes written to the previous buffer */
+  __u32 has_data_loss;
+  __u32 reserved[9];
+};
+RVGL_UAPI_ASSERT(sizeof(struct rvgl_drm_amdgpu_spm_args) == 64, "spm_args size");
+RVGL_UAPI_ASSERT(offsetof(struct rvgl_drm_amdgpu_spm_args, timeout) == 16, "spm_args.timeout");
+
+/* Each XCC's slice of a destination buffer starts with this header. */
+struct rvgl_drm_amdgpu_spm_buffer_header {
+  __u32 version; /* 0-23 minor, 24-31 major */
+  __u32 bytes_copied;
+  __u32 has_data_loss;
+  __u32 reserved[5];
+};
+RVGL_UAPI_ASSERT(sizeof(struct rvgl_drm_amdgpu_spm_buffer_header) == 32, "spm header size");
+
+struct rvgl_drm_amdgpu_profiler_args {
+  __u32 op;
+  __u32 pad;
+  union {
+    __u32 version;
+    struct rvgl_drm_amdgpu_spm_args spm;
+  } data;
+};
+RVGL_UAPI_ASSERT(sizeof(struct rvgl_drm_amdgpu_profiler_args) == 72, "profiler_args size");
+RVGL_UAPI_ASSERT(offsetof(struct rvgl_drm_amdgpu_profiler_args, data) == 8, "profiler_args.data");
+
+/*
+ * The series gives no XCP field in drm_amdgpu_spm_args; the XCP is the partition the render node
+ * belongs to (one node per XCP in partitioned modes). Our emulator follows that: each node is one
+ * XCP.
+ */
+#define RVGL_DRM_IOCTL_AMDGPU_PROFILER \
+  DRM_IOWR(DRM_COMMAND_BASE + RVGL_DRM_AMDGPU_PROFILER, struct rvgl_drm_amdgpu_profiler_args)
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* ROCM_VIRGL_AMDGPU_DRM_EXT_H */
