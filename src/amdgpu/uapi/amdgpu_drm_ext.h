@@ -161,6 +161,26 @@ RVGL_UAPI_ASSERT(offsetof(struct rvgl_drm_amdgpu_info_device, userq_ip_mask) == 
                  "userq_ip_mask");
 RVGL_UAPI_ASSERT(sizeof(struct rvgl_drm_amdgpu_info_device) == 448, "dev_info size");
 
+/*
+ * HW_IP_INFO as current kernels fill it: 2.4.114 has a _pad where the kernel now reports the IP
+ * discovery version (bits 23:16 major, 15:8 minor, 7:0 revision), followed by userq_num_slots.
+ */
+struct rvgl_drm_amdgpu_info_hw_ip {
+  __u32 hw_ip_version_major;
+  __u32 hw_ip_version_minor;
+  __u64 capabilities_flags;
+  __u32 ib_start_alignment;
+  __u32 ib_size_alignment;
+  __u32 available_rings;
+  __u32 ip_discovery_version;
+  __u32 userq_num_slots;
+  __u32 pad;
+};
+RVGL_UAPI_ASSERT(sizeof(struct drm_amdgpu_info_hw_ip) == 32, "2.4.114 hw_ip size");
+RVGL_UAPI_ASSERT(offsetof(struct rvgl_drm_amdgpu_info_hw_ip, ip_discovery_version) == 28,
+                 "ip_discovery_version replaces 2.4.114's _pad");
+RVGL_UAPI_ASSERT(sizeof(struct rvgl_drm_amdgpu_info_hw_ip) == 40, "hw_ip size");
+
 /* ---- profiler / SPM (seed 000, DRM_AMDGPU_PROFILER 0x1C) ---- */
 #define RVGL_AMDGPU_PROFILER_OP_GET_VER 1u
 #define RVGL_AMDGPU_PROFILER_OP_SPM 2u

@@ -1,0 +1,81 @@
+// One open amdgpu render node: the only place in the context type that issues ioctls.
+//
+// Each guest context gets its own AmdgpuDevice (its own fd, hence its own GPU VM and handle
+// namespace, DESIGN.md D2). Every method returns 0 or a negative errno and never throws.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+
+#include <amdgpu_drm.h>
+
+#include "amdgpu/uapi/amdgpu_drm_ext.h"
+#include "util/unique_fd.h"
+
+namespace rvgl {
+
+class AmdgpuDevice {
+ public:
+  // Opens path (a render node) read-write; checks the driver is amdgpu 3.x.
+  static std::shared_ptr<AmdgpuDevice> open(const std::string &path, int *err);
+  // Takes ownership of an fd the VMM chose (its get_drm_fd callback); same checks.
+  static std::shared_ptr<AmdgpuDevice> adopt(UniqueFd fd, int *err);
+
+  int fd() const { return fd_.get(); }
+  uint32_t drm_minor_version() const { return drm_minor_; }
+
+  // ---- memory (amdgpu_device_memory.cpp) ----
+  int gem_create(uint64_t size, uint64_t alignment, uint64_t domains, uint64_t flags,
+                 uint32_t *handle);
+  void gem_close(uint32_t handle);
+  int gem_mmap_offset(uint32_t handle, uint64_t *offset);
+  int gem_userptr(const void *addr, uint64_t size, uint32_t flags, uint32_t *handle);
+  int gem_va(uint32_t op, uint32_t handle, uint64_t va, uint64_t offset, uint64_t size,
+             uint32_t flags);
+  int prime_export(uint32_t handle, UniqueFd *out);
+  int prime_import(int fd, uint32_t *handle);
+
+  // ---- submission and sync (amdgpu_device_submit.cpp) ----
+  int ctx_create(int32_t priority, uint32_t *ctx_id);
+  void ctx_free(uint32_t ctx_id);
+  // AMDGPU_CTX_QUERY2_FLAGS_* of the context.
+  int ctx_query_state2(uint32_t ctx_id, uint64_t *flags);
+  int cs_submit(uint32_t ctx_id, std::span<const drm_amdgpu_cs_chunk> chunks, uint64_t *handle);
+  // 0 when the job completed without error, the job's error when it failed, -ETIME if busy.
+  int wait_cs(uint32_t ctx_id, uint32_t ip, uint32_t ring, uint64_t handle, uint64_t timeout_ns);
+
+  int syncobj_create(uint32_t flags, uint32_t *handle);
+  void syncobj_destroy(uint32_t handle);
+  // Waits until any (or all) points are signalled or abs_timeout_ns (CLOCK_MONOTONIC) passes.
+  int syncobj_timeline_wait(std::span<const uint32_t> handles, std::span<const uint64_t> points,
+                            int64_t abs_timeout_ns, uint32_t flags, uint32_t *first_signaled);
+  int syncobj_timeline_signal(uint32_t handle, uint64_t point);
+  int syncobj_query(uint32_t handle, uint64_t *value);
+
+  // ---- queries (amdgpu_device_info.cpp) ----
+  int query_info(uint32_t query, void *out, uint32_t size);
+  int query_hw_ip_info(uint32_t ip, rvgl_drm_amdgpu_info_hw_ip *out);
+  int query_hw_ip_count(uint32_t ip, uint32_t *count);
+  int query_dev_info(rvgl_drm_amdgpu_info_device *out);
+  int query_uq_metadata(uint32_t ip, rvgl_drm_amdgpu_info_uq_metadata *out);
+  int query_gpuvm_fault(rvgl_drm_amdgpu_info_gpuvm_fault *out);
+
+  // ---- user queues and profiler (amdgpu_device_info.cpp) ----
+  int userq_create(const rvgl_drm_amdgpu_userq_in &in, uint32_t *queue_id);
+  int userq_free(uint32_t queue_id);
+  int profiler(rvgl_drm_amdgpu_profiler_args *args);
+
+  // Any ioctl on this device: 0 or -errno (retries EINTR/EAGAIN like drmIoctl).
+  int ioctl(unsigned long request, void *arg) const;
+
+ private:
+  explicit AmdgpuDevice(UniqueFd fd) : fd_(std::move(fd)) {}
+  int check_driver();
+
+  UniqueFd fd_;
+  uint32_t drm_minor_ = 0;
+};
+
+}  // namespace rvgl

@@ -1,0 +1,98 @@
+#include <xf86drm.h>
+
+#include <cerrno>
+
+#include "amdgpu/amdgpu_device.h"
+
+namespace rvgl {
+
+int AmdgpuDevice::ctx_create(int32_t priority, uint32_t *ctx_id) {
+  drm_amdgpu_ctx args{};
+  args.in.op = AMDGPU_CTX_OP_ALLOC_CTX;
+  args.in.priority = priority;
+  int r = ioctl(DRM_IOCTL_AMDGPU_CTX, &args);
+  if (r == 0) *ctx_id = args.out.alloc.ctx_id;
+  return r;
+}
+
+void AmdgpuDevice::ctx_free(uint32_t ctx_id) {
+  drm_amdgpu_ctx args{};
+  args.in.op = AMDGPU_CTX_OP_FREE_CTX;
+  args.in.ctx_id = ctx_id;
+  ioctl(DRM_IOCTL_AMDGPU_CTX, &args);
+}
+
+int AmdgpuDevice::ctx_query_state2(uint32_t ctx_id, uint64_t *flags) {
+  drm_amdgpu_ctx args{};
+  args.in.op = AMDGPU_CTX_OP_QUERY_STATE2;
+  args.in.ctx_id = ctx_id;
+  int r = ioctl(DRM_IOCTL_AMDGPU_CTX, &args);
+  if (r == 0) *flags = args.out.state.flags;
+  return r;
+}
+
+int AmdgpuDevice::cs_submit(uint32_t ctx_id, std::span<const drm_amdgpu_cs_chunk> chunks,
+                            uint64_t *handle) {
+  // The kernel reads an array of pointers to chunks.
+  uint64_t ptrs[16];
+  if (chunks.size() > std::size(ptrs)) return -EINVAL;
+  for (size_t i = 0; i < chunks.size(); ++i) ptrs[i] = reinterpret_cast<uintptr_t>(&chunks[i]);
+  drm_amdgpu_cs args{};
+  args.in.ctx_id = ctx_id;
+  args.in.num_chunks = static_cast<uint32_t>(chunks.size());
+  args.in.chunks = reinterpret_cast<uintptr_t>(ptrs);
+  int r = ioctl(DRM_IOCTL_AMDGPU_CS, &args);
+  if (r == 0) *handle = args.out.handle;
+  return r;
+}
+
+int AmdgpuDevice::wait_cs(uint32_t ctx_id, uint32_t ip, uint32_t ring, uint64_t handle,
+                          uint64_t timeout_ns) {
+  drm_amdgpu_wait_cs args{};
+  args.in.handle = handle;
+  args.in.ip_type = ip;
+  args.in.ring = ring;
+  args.in.ctx_id = ctx_id;
+  args.in.timeout = timeout_ns;  // the kernel takes an absolute timeout; 0 polls
+  int r = ioctl(DRM_IOCTL_AMDGPU_WAIT_CS, &args);
+  if (r) return r;
+  return args.out.status ? -ETIME : 0;
+}
+
+int AmdgpuDevice::syncobj_create(uint32_t flags, uint32_t *handle) {
+  return drmSyncobjCreate(fd(), flags, handle) ? -errno : 0;
+}
+
+void AmdgpuDevice::syncobj_destroy(uint32_t handle) { drmSyncobjDestroy(fd(), handle); }
+
+int AmdgpuDevice::syncobj_timeline_wait(std::span<const uint32_t> handles,
+                                        std::span<const uint64_t> points, int64_t abs_timeout_ns,
+                                        uint32_t flags, uint32_t *first_signaled) {
+  drm_syncobj_timeline_wait args{};
+  args.handles = reinterpret_cast<uintptr_t>(handles.data());
+  args.points = reinterpret_cast<uintptr_t>(points.data());
+  args.timeout_nsec = abs_timeout_ns;
+  args.count_handles = static_cast<uint32_t>(handles.size());
+  args.flags = flags;
+  int r = ioctl(DRM_IOCTL_SYNCOBJ_TIMELINE_WAIT, &args);
+  if (r == 0 && first_signaled) *first_signaled = args.first_signaled;
+  return r;
+}
+
+int AmdgpuDevice::syncobj_timeline_signal(uint32_t handle, uint64_t point) {
+  drm_syncobj_timeline_array args{};
+  args.handles = reinterpret_cast<uintptr_t>(&handle);
+  args.points = reinterpret_cast<uintptr_t>(&point);
+  args.count_handles = 1;
+  return ioctl(DRM_IOCTL_SYNCOBJ_TIMELINE_SIGNAL, &args);
+}
+
+int AmdgpuDevice::syncobj_query(uint32_t handle, uint64_t *value) {
+  drm_syncobj_timeline_array args{};
+  args.handles = reinterpret_cast<uintptr_t>(&handle);
+  args.points = reinterpret_cast<uintptr_t>(value);
+  args.count_handles = 1;
+  return ioctl(DRM_IOCTL_SYNCOBJ_QUERY, &args);
+}
+
+}  // namespace rvgl

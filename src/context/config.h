@@ -1,0 +1,32 @@
+// Host configuration: where the GPU is, which capset id to answer, per-context quotas.
+// Read once from the environment (docs/configuration.md lists every variable).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace rvgl {
+
+struct ContextLimits {
+  uint32_t max_objects = 16384;             // BOs + userptr/imported resources
+  uint64_t max_vram_bytes = 64ull << 30;    // also bounded by the device
+  uint64_t max_gtt_bytes = 8ull << 30;      // host RAM the GPU may use for this guest
+  uint64_t max_userptr_bytes = 64ull << 30; // guest RAM registered with the GPU
+  uint32_t max_queues = 62;                 // every queue needs its own ring index
+  uint32_t max_submit_bytes = 1u << 20;     // one command buffer
+  uint32_t max_ibs_per_submit = 64;
+  uint32_t max_waits_per_submit = 64;
+};
+
+struct Config {
+  std::string render_node;        // RVGL_RENDER_NODE; empty: first amdgpu render node
+  uint32_t capset_id = 8;         // RVGL_CAPSET_ID
+  bool compute_only = false;      // RVGL_COMPUTE_ONLY: hooks drop GL and set NO_VIRGL
+  uint32_t num_xcc_override = 0;  // RVGL_NUM_XCC: XCCs per partition when the table is wrong
+  std::string capture_dir;        // RVGL_CAPTURE_DIR: write every submit there (trace tool)
+  ContextLimits limits;
+
+  static Config from_env();
+};
+
+}  // namespace rvgl

@@ -1,0 +1,114 @@
+// QUEUE_CREATE, QUEUE_DESTROY, SUBMIT, QUEUE_STATE.
+#include <cerrno>
+#include <cstring>
+#include <vector>
+
+#include "context/compute_context.h"
+#include "util/checked_math.h"
+
+namespace rvgl {
+
+namespace {
+
+bool valid_ring(uint32_t r) { return r >= RVGL_RING_FIRST_QUEUE && r <= RVGL_RING_LAST_QUEUE; }
+
+}  // namespace
+
+int32_t ComputeContext::cmd_queue_create(const Request &req, Response &rsp) {
+  const auto &q = req.as<rvgl_req_queue_create>();
+  if (q.kind != RVGL_QUEUE_KIND_KERNEL && q.kind != RVGL_QUEUE_KIND_USER) return -EINVAL;
+  if (q.ip != RVGL_IP_COMPUTE && q.ip != RVGL_IP_SDMA) return -EINVAL;
+  if (q.priority > RVGL_PRIORITY_HIGH || !valid_ring(q.ring_idx)) return -EINVAL;
+  if (rings_[q.ring_idx] != RingUse::kFree) return -EBUSY;
+  const rvgl_capset &cap = facts_.capset;
+  if (queues_.size() >= limits_.max_queues) return -ENOSPC;
+
+  auto entry = std::make_shared<Queue>();
+  entry->ring_idx = q.ring_idx;
+  if (q.kind == RVGL_QUEUE_KIND_KERNEL) {
+    if (!(cap.features & RVGL_FEATURE_KERNEL_QUEUES) || !(cap.kernel_queue_ip_mask & (1u << q.ip)))
+      return -ENODEV;
+    if (int err = KernelQueue::create(dev_, q.ip, q.priority, &entry->kernel)) return err;
+  } else {
+    if (!(cap.features & RVGL_FEATURE_USER_QUEUES) || !(cap.user_queue_ip_mask & (1u << q.ip)))
+      return -ENODEV;
+    if (!is_pow2(q.queue_size) || q.queue_size < 256 || q.rptr_va % 8 || q.wptr_va % 8)
+      return -EINVAL;
+    if (!va_.in_range(q.queue_va, q.queue_size) || !va_.in_range(q.rptr_va, 8) ||
+        !va_.in_range(q.wptr_va, 8) || !va_.in_range(q.eop_va, 1))
+      return -EINVAL;
+    const MemoryObject *db = bos_.get(q.doorbell_bo);
+    if (!db) return -ENOENT;
+    if (db->domain() != RVGL_DOMAIN_DOORBELL || uint64_t{q.doorbell_offset} * 4 >= db->size())
+      return -EINVAL;
+    if (int err = UserQueue::create(dev_, q, db->segments()[0].handle, &entry->user)) return err;
+  }
+  const uint32_t handle = queues_.insert(std::move(entry));
+  if (!handle) return -ENOSPC;
+  rings_[q.ring_idx] = RingUse::kQueue;
+  ring_queue_[q.ring_idx] = handle;
+  rsp.as<rvgl_rsp_queue_create>().queue = handle;
+  return 0;
+}
+
+int32_t ComputeContext::cmd_queue_destroy(const Request &req, Response &) {
+  const auto &q = req.as<rvgl_req_queue_destroy>();
+  std::shared_ptr<Queue> entry = queues_.remove(q.queue);
+  if (!entry) return -ENOENT;
+  // Fences already on the ring keep the queue's timeline alive and retire when the GPU is done.
+  rings_[entry->ring_idx] = RingUse::kFree;
+  ring_queue_[entry->ring_idx] = 0;
+  return 0;
+}
+
+int32_t ComputeContext::cmd_submit(const Request &req, Response &rsp) {
+  const auto &q = req.as<rvgl_req_submit>();
+  Queue *entry = queues_.get(q.queue);
+  if (!entry) return -ENOENT;
+  if (!entry->kernel) return -EOPNOTSUPP;
+  if (q.flags || q.num_ibs == 0 || q.num_ibs > limits_.max_ibs_per_submit ||
+      q.num_waits > limits_.max_waits_per_submit)
+    return -EINVAL;
+  // The arrays must lie inside what the guest sent, not in the zero-extension.
+  const uint64_t need = sizeof(rvgl_req_submit) + uint64_t{q.num_ibs} * sizeof(rvgl_ib) +
+                        uint64_t{q.num_waits} * sizeof(rvgl_wait);
+  if (need > req.wire_len) return -EINVAL;
+
+  const uint8_t *p = req.bytes.data() + sizeof(rvgl_req_submit);
+  std::vector<rvgl_ib> ibs(q.num_ibs);
+  std::memcpy(ibs.data(), p, q.num_ibs * sizeof(rvgl_ib));
+  p += q.num_ibs * sizeof(rvgl_ib);
+  for (const auto &ib : ibs) {
+    if (ib.flags || ib.size == 0 || ib.size % 4 || ib.va % 4 || !va_.in_range(ib.va, ib.size))
+      return -EINVAL;
+  }
+  std::vector<TimelinePoint> waits;
+  waits.reserve(q.num_waits);
+  for (uint32_t i = 0; i < q.num_waits; ++i, p += sizeof(rvgl_wait)) {
+    rvgl_wait w;
+    std::memcpy(&w, p, sizeof(w));
+    const Queue *other = queues_.get(w.queue);
+    if (!other) return -ENOENT;
+    if (!other->kernel || w.pad || w.seq > other->kernel->last_submitted()) return -EINVAL;
+    if (w.seq) waits.push_back({other->kernel->timeline()->handle(), w.seq});
+  }
+  uint64_t seq;
+  if (int err = entry->kernel->submit(ibs, waits, resident_.entries(), &seq)) return err;
+  rsp.as<rvgl_rsp_submit>().seq = seq;
+  return 0;
+}
+
+int32_t ComputeContext::cmd_queue_state(const Request &req, Response &rsp) {
+  const auto &q = req.as<rvgl_req_queue_state>();
+  Queue *entry = queues_.get(q.queue);
+  if (!entry) return -ENOENT;
+  auto &r = rsp.as<rvgl_rsp_queue_state>();
+  if (entry->kernel) {
+    entry->kernel->query_state(&r);
+  } else {
+    r.state = RVGL_QUEUE_STATE_OK;  // the guest tracks its own ring
+  }
+  return 0;
+}
+
+}  // namespace rvgl

@@ -1,0 +1,63 @@
+// Per-context quota accounting (DESIGN.md D8). Objects are charged when created and released when
+// the last reference to them dies, so no sequence of guest commands can outgrow the limits.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+
+namespace rvgl {
+
+struct UsageSnapshot {
+  uint64_t objects = 0;
+  uint64_t vram_bytes = 0;
+  uint64_t gtt_bytes = 0;
+  uint64_t userptr_bytes = 0;
+};
+
+class Usage {
+ public:
+  enum class Pool { kVram, kGtt, kUserptr, kOther };
+
+  Usage(uint64_t max_objects, uint64_t max_vram, uint64_t max_gtt, uint64_t max_userptr)
+      : max_objects_(max_objects), max_{max_vram, max_gtt, max_userptr, UINT64_MAX} {}
+
+  // One object of `bytes` in `pool`: 0, or -ENOSPC with nothing charged.
+  int charge(Pool pool, uint64_t bytes);
+  void release(Pool pool, uint64_t bytes);
+  UsageSnapshot snapshot() const;
+
+ private:
+  const uint64_t max_objects_;
+  const uint64_t max_[4];
+  std::atomic<uint64_t> objects_{0};
+  std::atomic<uint64_t> bytes_[4]{};
+};
+
+// A charge returned when its owner (a MemoryObject) dies.
+class Charge {
+ public:
+  Charge() = default;
+  Charge(std::shared_ptr<Usage> u, Usage::Pool pool, uint64_t bytes)
+      : usage_(std::move(u)), pool_(pool), bytes_(bytes) {}
+  ~Charge() {
+    if (usage_) usage_->release(pool_, bytes_);
+  }
+  Charge(Charge &&o) noexcept = default;
+  Charge &operator=(Charge &&o) noexcept {
+    if (this != &o) {
+      if (usage_) usage_->release(pool_, bytes_);
+      usage_ = std::move(o.usage_);
+      pool_ = o.pool_;
+      bytes_ = o.bytes_;
+    }
+    return *this;
+  }
+
+ private:
+  std::shared_ptr<Usage> usage_;
+  Usage::Pool pool_ = Usage::Pool::kOther;
+  uint64_t bytes_ = 0;
+};
+
+}  // namespace rvgl

@@ -1,0 +1,222 @@
+#include "memory/userptr_import.h"
+
+#include <fcntl.h>
+#include <linux/udmabuf.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <map>
+#include <vector>
+
+#include "memory/host_file_ranges.h"
+#include "rocm_virgl_protocol.h"
+#include "util/checked_math.h"
+
+namespace rvgl {
+
+namespace {
+
+constexpr uint64_t kPage = 4096;
+
+struct Range {
+  uint64_t addr;
+  uint64_t size;
+};
+
+// Closes handles on the error paths until ownership moves into a MemoryObject.
+class HandleGuard {
+ public:
+  explicit HandleGuard(AmdgpuDevice &dev) : dev_(dev) {}
+  ~HandleGuard() {
+    for (const auto &s : segs_) dev_.gem_close(s.handle);
+  }
+  void add(uint32_t handle, uint64_t size) { segs_.push_back({handle, size}); }
+  std::vector<MemoryObject::Segment> release() { return std::move(segs_); }
+  size_t count() const { return segs_.size(); }
+
+ private:
+  AmdgpuDevice &dev_;
+  std::vector<MemoryObject::Segment> segs_;
+};
+
+uint32_t userptr_flags(bool read_only) {
+  // REGISTER (MMU notifier) is what makes a writable userptr legal; no ANONONLY: guest RAM is
+  // usually file-backed (memfd), which ANONONLY would refuse.
+  return AMDGPU_GEM_USERPTR_REGISTER | AMDGPU_GEM_USERPTR_VALIDATE |
+         (read_only ? AMDGPU_GEM_USERPTR_READONLY : 0u);
+}
+
+int coalesce(std::span<const iovec> iov, std::vector<Range> *out, uint64_t *total) {
+  if (iov.empty()) return -EINVAL;
+  uint64_t sum = 0;
+  for (const auto &v : iov) {
+    const auto addr = reinterpret_cast<uint64_t>(v.iov_base);
+    if (v.iov_len == 0 || !is_aligned(addr, kPage) || !is_aligned(v.iov_len, kPage))
+      return -EINVAL;
+    auto s = checked_add(sum, v.iov_len);
+    auto e = checked_add(addr, v.iov_len);
+    if (!s || !e) return -EINVAL;
+    sum = *s;
+    if (!out->empty() && out->back().addr + out->back().size == addr)
+      out->back().size += v.iov_len;
+    else
+      out->push_back({addr, v.iov_len});
+  }
+  *total = sum;
+  return 0;
+}
+
+int import_stitched(const std::shared_ptr<AmdgpuDevice> &dev, const std::vector<Range> &ranges,
+                    bool ro, std::shared_ptr<MemoryObject> *out) {
+  HandleGuard guard(*dev);
+  for (const auto &r : ranges) {
+    uint32_t h;
+    int err = dev->gem_userptr(reinterpret_cast<void *>(r.addr), r.size, userptr_flags(ro), &h);
+    if (err) return err;
+    guard.add(h, r.size);
+  }
+  *out = std::make_shared<MemoryObject>(dev, MemoryObject::Kind::kUserptr, 0, guard.release(), ro);
+  return 0;
+}
+
+// One fd per distinct file behind the pieces; false if one cannot be found.
+bool collect_fds(const std::vector<FilePiece> &pieces, std::map<std::pair<dev_t, ino_t>, UniqueFd> *fds) {
+  for (const auto &p : pieces) {
+    auto key = std::make_pair(p.dev, p.ino);
+    if (fds->count(key)) continue;
+    UniqueFd fd = HostFileRanges::find_fd(p.dev, p.ino);
+    if (!fd) return false;
+    fds->emplace(key, std::move(fd));
+  }
+  return true;
+}
+
+int import_alias(const std::shared_ptr<AmdgpuDevice> &dev, const std::vector<FilePiece> &pieces,
+                 std::map<std::pair<dev_t, ino_t>, UniqueFd> &fds, uint64_t total, bool ro,
+                 std::shared_ptr<MemoryObject> *out) {
+  void *base = mmap(nullptr, total, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (base == MAP_FAILED) return -ENOMEM;
+  Mapping alias(base, total);
+  const int prot = ro ? PROT_READ : PROT_READ | PROT_WRITE;
+  uint64_t pos = 0;
+  for (const auto &p : pieces) {
+    int fd = fds.at({p.dev, p.ino}).get();
+    void *at = static_cast<uint8_t *>(base) + pos;
+    if (mmap(at, p.size, prot, MAP_SHARED | MAP_FIXED, fd, static_cast<off_t>(p.offset)) ==
+        MAP_FAILED)
+      return -errno;
+    pos += p.size;
+  }
+  uint32_t h;
+  int err = dev->gem_userptr(base, total, userptr_flags(ro), &h);
+  if (err) return err;
+  auto obj = std::make_shared<MemoryObject>(
+      dev, MemoryObject::Kind::kUserptr, 0, std::vector<MemoryObject::Segment>{{h, total}}, ro);
+  obj->keep_alive(std::move(alias));
+  *out = std::move(obj);
+  return 0;
+}
+
+int import_udmabuf(const std::shared_ptr<AmdgpuDevice> &dev, const std::vector<FilePiece> &pieces,
+                   std::map<std::pair<dev_t, ino_t>, UniqueFd> &fds, bool ro,
+                   const UserptrOptions &opt, std::shared_ptr<MemoryObject> *out) {
+  for (auto &[key, fd] : fds) {
+    int seals = fcntl(fd.get(), F_GET_SEALS);
+    if (seals < 0 || !(seals & F_SEAL_SHRINK)) return -EOPNOTSUPP;  // the kernel requires it
+  }
+  UniqueFd udev(open("/dev/udmabuf", O_RDWR | O_CLOEXEC));
+  if (!udev) return -errno;
+
+  // Group pieces into udmabufs within the item and size limits.
+  std::vector<std::vector<udmabuf_create_item>> groups(1);
+  uint64_t group_bytes = 0;
+  for (const auto &p : pieces) {
+    for (uint64_t done = 0; done < p.size;) {
+      uint64_t len = std::min(p.size - done, opt.udmabuf_max_bytes);
+      if (groups.back().size() >= opt.udmabuf_max_items ||
+          group_bytes + len > opt.udmabuf_max_bytes) {
+        groups.emplace_back();
+        group_bytes = 0;
+      }
+      len = std::min(len, opt.udmabuf_max_bytes - group_bytes);
+      groups.back().push_back(udmabuf_create_item{
+          static_cast<uint32_t>(fds.at({p.dev, p.ino}).get()), 0, p.offset + done, len});
+      group_bytes += len;
+      done += len;
+    }
+  }
+  if (groups.size() > opt.max_objects) return -ENOSPC;
+
+  HandleGuard guard(*dev);
+  std::vector<UniqueFd> bufs;
+  for (const auto &g : groups) {
+    std::vector<uint8_t> mem(sizeof(udmabuf_create_list) + g.size() * sizeof(udmabuf_create_item));
+    auto *list = reinterpret_cast<udmabuf_create_list *>(mem.data());
+    list->flags = UDMABUF_FLAGS_CLOEXEC;
+    list->count = static_cast<uint32_t>(g.size());
+    std::copy(g.begin(), g.end(), list->list);
+    UniqueFd buf(ioctl(udev.get(), UDMABUF_CREATE_LIST, list));
+    if (!buf) return -errno;
+    uint32_t h;
+    int err = dev->prime_import(buf.get(), &h);
+    if (err) return err;
+    uint64_t bytes = 0;
+    for (const auto &it : g) bytes += it.size;
+    guard.add(h, bytes);
+    bufs.push_back(std::move(buf));
+  }
+  auto obj = std::make_shared<MemoryObject>(dev, MemoryObject::Kind::kUserptr, 0, guard.release(), ro);
+  for (auto &b : bufs) obj->keep_alive(std::move(b));
+  *out = std::move(obj);
+  return 0;
+}
+
+}  // namespace
+
+const char *userptr_strategy_name(UserptrStrategy s) {
+  switch (s) {
+    case UserptrStrategy::kStitched: return "stitched";
+    case UserptrStrategy::kAlias: return "alias";
+    case UserptrStrategy::kUdmabuf: return "udmabuf";
+  }
+  return "?";
+}
+
+int import_userptr(const std::shared_ptr<AmdgpuDevice> &dev, std::span<const iovec> iov,
+                   bool read_only, const UserptrOptions &opt, UserptrResult *out) {
+  std::vector<Range> ranges;
+  uint64_t total = 0;
+  if (int err = coalesce(iov, &ranges, &total)) return err;
+  out->ranges = static_cast<uint32_t>(ranges.size());
+
+  if (ranges.size() > opt.stitch_max_ranges && (opt.allow_alias || opt.allow_udmabuf)) {
+    auto maps = HostFileRanges::snapshot();
+    std::vector<FilePiece> pieces;
+    bool file_backed = maps.has_value();
+    for (size_t i = 0; file_backed && i < ranges.size(); ++i)
+      file_backed = maps->resolve(ranges[i].addr, ranges[i].size, &pieces);
+    std::map<std::pair<dev_t, ino_t>, UniqueFd> fds;
+    if (file_backed && collect_fds(pieces, &fds)) {
+      // Leave most of the map-count budget to the VMM: an alias needs one VMA per piece.
+      const uint64_t budget = max_map_count() / 2;
+      if (opt.allow_alias && maps->mapping_count() + pieces.size() + 1 < budget) {
+        if (import_alias(dev, pieces, fds, total, read_only, &out->object) == 0) {
+          out->strategy = UserptrStrategy::kAlias;
+          return 0;
+        }
+      }
+      if (opt.allow_udmabuf &&
+          import_udmabuf(dev, pieces, fds, read_only, opt, &out->object) == 0) {
+        out->strategy = UserptrStrategy::kUdmabuf;
+        return 0;
+      }
+    }
+  }
+  if (ranges.size() > opt.max_objects) return -ENOSPC;
+  out->strategy = UserptrStrategy::kStitched;
+  return import_stitched(dev, ranges, read_only, &out->object);
+}
+
+}  // namespace rvgl

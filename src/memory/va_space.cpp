@@ -1,0 +1,57 @@
+#include "memory/va_space.h"
+
+#include <cerrno>
+
+#include "util/checked_math.h"
+
+namespace rvgl {
+
+bool VaSpace::in_range(uint64_t va, uint64_t size) const {
+  auto end = checked_add(va, size);
+  return size > 0 && end && va >= start_ && *end <= end_;
+}
+
+int VaSpace::check_free(uint64_t va, uint64_t size) const {
+  if (size == 0 || !is_aligned(va, align_) || !is_aligned(size, align_)) return -EINVAL;
+  if (!in_range(va, size)) return -ERANGE;
+  const uint64_t end = va + size;
+  auto it = maps_.lower_bound(va);
+  if (it != maps_.end() && it->first < end) return -EEXIST;
+  if (it != maps_.begin()) {
+    auto prev = std::prev(it);
+    if (prev->first + prev->second.size > va) return -EEXIST;
+  }
+  return 0;
+}
+
+void VaSpace::insert(VaMapping m) { maps_.emplace(m.va, std::move(m)); }
+
+std::optional<VaMapping> VaSpace::take(uint64_t va, uint64_t size) {
+  auto it = maps_.find(va);
+  if (it == maps_.end() || it->second.size != size) return std::nullopt;
+  VaMapping m = std::move(it->second);
+  maps_.erase(it);
+  return m;
+}
+
+std::vector<VaMapping> VaSpace::take_object(const MemoryObject *obj) {
+  std::vector<VaMapping> out;
+  for (auto it = maps_.begin(); it != maps_.end();) {
+    if (it->second.object.get() == obj) {
+      out.push_back(std::move(it->second));
+      it = maps_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  return out;
+}
+
+std::vector<VaMapping> VaSpace::take_all() {
+  std::vector<VaMapping> out;
+  for (auto &[va, m] : maps_) out.push_back(std::move(m));
+  maps_.clear();
+  return out;
+}
+
+}  // namespace rvgl

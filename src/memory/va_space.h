@@ -1,0 +1,51 @@
+// The guest's part of its context's GPU VA space: which ranges are mapped to which object.
+// Enforces range, alignment and no-overlap before anything reaches the kernel.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "memory/memory_object.h"
+
+namespace rvgl {
+
+struct VaMapping {
+  uint64_t va;
+  uint64_t size;
+  uint64_t offset;  // into the object
+  uint32_t flags;   // RVGL_VA_FLAG_*
+  std::shared_ptr<MemoryObject> object;
+};
+
+class VaSpace {
+ public:
+  VaSpace(uint64_t start, uint64_t end, uint64_t alignment)
+      : start_(start), end_(end), align_(alignment) {}
+
+  uint64_t start() const { return start_; }
+  uint64_t end() const { return end_; }
+  uint64_t alignment() const { return align_; }
+
+  // 0, -EINVAL (size 0 or misaligned), -ERANGE (outside [start, end)), -EEXIST (overlap).
+  int check_free(uint64_t va, uint64_t size) const;
+  // [va, va + size) inside [start, end) (no alignment or overlap check).
+  bool in_range(uint64_t va, uint64_t size) const;
+
+  void insert(VaMapping m);
+  // Removes and returns the mapping starting at va with exactly this size.
+  std::optional<VaMapping> take(uint64_t va, uint64_t size);
+  // Removes and returns every mapping of obj.
+  std::vector<VaMapping> take_object(const MemoryObject *obj);
+  std::vector<VaMapping> take_all();
+
+  size_t count() const { return maps_.size(); }
+
+ private:
+  uint64_t start_, end_, align_;
+  std::map<uint64_t, VaMapping> maps_;  // keyed by va
+};
+
+}  // namespace rvgl

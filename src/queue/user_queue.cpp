@@ -1,0 +1,44 @@
+#include "queue/user_queue.h"
+
+namespace rvgl {
+
+namespace {
+
+uint32_t userq_priority(uint32_t p) {
+  switch (p) {
+    case RVGL_PRIORITY_LOW: return RVGL_AMDGPU_USERQ_CREATE_FLAGS_QUEUE_PRIORITY_LOW;
+    case RVGL_PRIORITY_HIGH: return RVGL_AMDGPU_USERQ_CREATE_FLAGS_QUEUE_PRIORITY_HIGH;
+    default: return RVGL_AMDGPU_USERQ_CREATE_FLAGS_QUEUE_PRIORITY_NORMAL_LOW;
+  }
+}
+
+}  // namespace
+
+int UserQueue::create(std::shared_ptr<AmdgpuDevice> dev, const rvgl_req_queue_create &req,
+                      uint32_t doorbell_handle, std::unique_ptr<UserQueue> *out) {
+  // Compute queues take an EOP buffer, SDMA queues a context save area: the protocol's eop_va
+  // carries whichever the engine needs (PROTOCOL.md, QUEUE_CREATE).
+  rvgl_drm_amdgpu_userq_mqd_compute_gfx11 compute{req.eop_va};
+  rvgl_drm_amdgpu_userq_mqd_sdma_gfx11 sdma{req.eop_va};
+  const bool is_sdma = req.ip == RVGL_IP_SDMA;
+
+  rvgl_drm_amdgpu_userq_in in{};
+  in.ip_type = is_sdma ? AMDGPU_HW_IP_DMA : AMDGPU_HW_IP_COMPUTE;
+  in.doorbell_handle = doorbell_handle;
+  in.doorbell_offset = req.doorbell_offset;
+  in.flags = userq_priority(req.priority);
+  in.queue_va = req.queue_va;
+  in.queue_size = req.queue_size;
+  in.rptr_va = req.rptr_va;
+  in.wptr_va = req.wptr_va;
+  in.mqd = is_sdma ? reinterpret_cast<uintptr_t>(&sdma) : reinterpret_cast<uintptr_t>(&compute);
+  in.mqd_size = is_sdma ? sizeof(sdma) : sizeof(compute);
+  uint32_t id;
+  if (int err = dev->userq_create(in, &id)) return err;
+  out->reset(new UserQueue(std::move(dev), req.ip, id));
+  return 0;
+}
+
+UserQueue::~UserQueue() { dev_->userq_free(queue_id_); }
+
+}  // namespace rvgl
