@@ -1,0 +1,36 @@
+#include <catch2/catch.hpp>
+
+#include <cerrno>
+
+#include "memory/va_space.h"
+
+using rvgl::VaMapping;
+using rvgl::VaSpace;
+
+TEST_CASE("VA space refuses out-of-range, misaligned and overlapping ranges", "[memory]") {
+  VaSpace va(0x100000, 0x200000, 0x1000);
+  CHECK(va.check_free(0x100000, 0x1000) == 0);
+  CHECK(va.check_free(0x0ff000, 0x2000) == -ERANGE);          // starts below
+  CHECK(va.check_free(0x1ff000, 0x2000) == -ERANGE);          // ends above
+  CHECK(va.check_free(0xfffffffffffff000ull, 0x2000) == -ERANGE);  // wraps
+  CHECK(va.check_free(0x100800, 0x1000) == -EINVAL);          // misaligned va
+  CHECK(va.check_free(0x100000, 0x800) == -EINVAL);           // misaligned size
+  CHECK(va.check_free(0x100000, 0) == -EINVAL);
+
+  va.insert(VaMapping{0x110000, 0x4000, 0, 1, nullptr});
+  CHECK(va.check_free(0x110000, 0x1000) == -EEXIST);  // same start
+  CHECK(va.check_free(0x10f000, 0x2000) == -EEXIST);  // runs into it
+  CHECK(va.check_free(0x113000, 0x1000) == -EEXIST);  // inside
+  CHECK(va.check_free(0x113000, 0x8000) == -EEXIST);  // starts inside
+  CHECK(va.check_free(0x10f000, 0x1000) == 0);        // just before
+  CHECK(va.check_free(0x114000, 0x1000) == 0);        // just after
+}
+
+TEST_CASE("VA unmap needs the exact start and size", "[memory]") {
+  VaSpace va(0x100000, 0x200000, 0x1000);
+  va.insert(VaMapping{0x110000, 0x4000, 0, 1, nullptr});
+  CHECK_FALSE(va.take(0x110000, 0x1000));
+  CHECK_FALSE(va.take(0x111000, 0x3000));
+  CHECK(va.take(0x110000, 0x4000));
+  CHECK(va.count() == 0);
+}
