@@ -31,9 +31,9 @@ std::shared_ptr<AmdgpuDevice> open_device(const Config &cfg, UniqueFd vmm_fd, in
 }  // namespace
 
 uint64_t ComputeContext::implemented_features() {
-  // SPM (issue 6), the event ring (issue 7) and foreign imports (vrend-hooks) join as they land.
+  // The event ring (issue 7) and foreign imports (vrend-hooks) join as they land.
   return RVGL_FEATURE_USERPTR | RVGL_FEATURE_USERPTR_RDONLY | RVGL_FEATURE_KERNEL_QUEUES |
-         RVGL_FEATURE_USER_QUEUES;
+         RVGL_FEATURE_USER_QUEUES | RVGL_FEATURE_SPM;
 }
 
 int ComputeContext::probe_capset(const Config &cfg, rvgl_capset *out) {
@@ -64,6 +64,9 @@ const CommandTable &ComputeContext::table() {
     add(RVGL_CMD_QUEUE_DESTROY, bind_handler<C, &C::cmd_queue_destroy>);
     add(RVGL_CMD_SUBMIT, bind_handler<C, &C::cmd_submit>);
     add(RVGL_CMD_QUEUE_STATE, bind_handler<C, &C::cmd_queue_state>);
+    add(RVGL_CMD_SPM_ACQUIRE, bind_handler<C, &C::cmd_spm_acquire>);
+    add(RVGL_CMD_SPM_RELEASE, bind_handler<C, &C::cmd_spm_release>);
+    add(RVGL_CMD_SPM_SET_DEST, bind_handler<C, &C::cmd_spm_set_dest>);
     return t;
   }();
   return t;
@@ -101,9 +104,11 @@ std::unique_ptr<ComputeContext> ComputeContext::create(Options opts, int *err) {
 }
 
 ComputeContext::~ComputeContext() {
-  // The retire thread goes first so no callback runs once the VMM believes we are gone. Then
-  // queues (their kernel contexts), mappings and objects; the device fd closes last, when the
-  // final object holding it dies.
+  // SPM workers first (they write responses into the shared page and kick the retirer), then the
+  // retire thread, so no callback runs once the VMM believes we are gone. Then queues (their
+  // kernel contexts), mappings and objects; the device fd closes last, when the final object
+  // holding it dies.
+  for (uint32_t xcp = 0; xcp < spm_.size(); ++xcp) release_spm(xcp);
   retirer_.reset();
   queues_.clear();
   for (auto &m : va_.take_all()) unmap(m);
@@ -128,6 +133,12 @@ int ComputeContext::create_fence(uint32_t ring_idx, uint64_t fence_id) {
     if (q && q->kernel && q->kernel->last_submitted()) {
       tl = q->kernel->timeline();
       point = q->kernel->last_submitted();
+    }
+  } else if (rings_[ring_idx] == RingUse::kSpm) {
+    const SpmSession *s = spm_[ring_queue_[ring_idx]].get();
+    if (s && s->accepted()) {
+      tl = s->timeline();
+      point = s->accepted();
     }
   }
   retirer_->add(ring_idx, fence_id, std::move(tl), point);

@@ -31,6 +31,7 @@
 #include "queue/fence_retirer.h"
 #include "queue/kernel_queue.h"
 #include "queue/user_queue.h"
+#include "spm/spm_session.h"
 #include "util/unique_fd.h"
 
 namespace rvgl {
@@ -133,6 +134,9 @@ class ComputeContext {
   int32_t cmd_queue_destroy(const Request &, Response &);
   int32_t cmd_submit(const Request &, Response &);
   int32_t cmd_queue_state(const Request &, Response &);
+  int32_t cmd_spm_acquire(const Request &, Response &);
+  int32_t cmd_spm_release(const Request &, Response &);
+  int32_t cmd_spm_set_dest(const Request &, Response &);
 
   // ---- helpers ----
   // The object named by exactly one of bo / res_id; -EINVAL / -ENOENT otherwise.
@@ -143,6 +147,9 @@ class ComputeContext {
   int claim_bo(const BlobArgs &args, BlobExport *out);
   int create_userptr(const BlobArgs &args, BlobExport *out);
   int export_object(const MemoryObject &obj, BlobExport *out);
+  int spm_check(uint32_t xcp) const;
+  void release_spm(uint32_t xcp);
+  uint64_t device_key() const;
 
   uint32_t ctx_id_;
   const Config &config_;
@@ -163,6 +170,7 @@ class ComputeContext {
   std::array<RingUse, RVGL_RING_COUNT> rings_{};
   std::array<uint32_t, RVGL_RING_COUNT> ring_queue_{};
   std::unique_ptr<FenceRetirer> retirer_;
+  std::array<std::unique_ptr<SpmSession>, 1> spm_;  // per XCP of the context's node
   UserptrStrategy last_userptr_strategy_ = UserptrStrategy::kStitched;
   uint32_t last_userptr_objects_ = 0;
 };

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <mutex>
 #include <memory>
 #include <vector>
 
@@ -20,8 +21,9 @@ class MemoryObject {
   enum class Kind { kBo, kUserptr, kImported };
 
   struct Segment {
-    uint32_t handle;  // GEM handle on the context's device
-    uint64_t size;    // bytes of the object's linear space it covers, in order
+    uint32_t handle;         // GEM handle on the context's device
+    uint64_t size;           // bytes of the object's linear space it covers, in order
+    void *host = nullptr;    // userptr: the host address the handle was registered on
   };
 
   // Takes ownership of the GEM handles (closed on destruction) and of `keep` (mappings or fds
@@ -44,6 +46,12 @@ class MemoryObject {
   void for_each_piece(uint64_t offset, uint64_t size,
                       const std::function<void(uint32_t, uint64_t, uint64_t, uint64_t)> &fn) const;
 
+  // The host address of [offset, offset + size) when it is contiguous in host VA: BOs through a
+  // CPU mapping of the device fd (made on first use, kept), userptr objects through the pages
+  // they were registered on. nullptr when the range spans segments or the object cannot be
+  // mapped (-errno in *err).
+  uint8_t *host_range(uint64_t offset, uint64_t size, int *err);
+
   // Resources that must live as long as the handles.
   void keep_alive(Mapping m) { kept_mappings_.push_back(std::move(m)); }
   void keep_alive(UniqueFd fd) { kept_fds_.push_back(std::move(fd)); }
@@ -63,6 +71,7 @@ class MemoryObject {
   uint32_t bo_flags_ = 0;
   std::vector<Mapping> kept_mappings_;
   std::vector<UniqueFd> kept_fds_;
+  Mapping cpu_map_;
   Charge charge_;
 };
 

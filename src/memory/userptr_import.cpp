@@ -32,7 +32,9 @@ class HandleGuard {
   ~HandleGuard() {
     for (const auto &s : segs_) dev_.gem_close(s.handle);
   }
-  void add(uint32_t handle, uint64_t size) { segs_.push_back({handle, size}); }
+  void add(uint32_t handle, uint64_t size, void *host = nullptr) {
+    segs_.push_back({handle, size, host});
+  }
   std::vector<MemoryObject::Segment> release() { return std::move(segs_); }
   size_t count() const { return segs_.size(); }
 
@@ -75,7 +77,7 @@ int import_stitched(const std::shared_ptr<AmdgpuDevice> &dev, const std::vector<
     uint32_t h;
     int err = dev->gem_userptr(reinterpret_cast<void *>(r.addr), r.size, userptr_flags(ro), &h);
     if (err) return err;
-    guard.add(h, r.size);
+    guard.add(h, r.size, reinterpret_cast<void *>(r.addr));
   }
   *out = std::make_shared<MemoryObject>(dev, MemoryObject::Kind::kUserptr, 0, guard.release(), ro);
   return 0;
@@ -113,7 +115,8 @@ int import_alias(const std::shared_ptr<AmdgpuDevice> &dev, const std::vector<Fil
   int err = dev->gem_userptr(base, total, userptr_flags(ro), &h);
   if (err) return err;
   auto obj = std::make_shared<MemoryObject>(
-      dev, MemoryObject::Kind::kUserptr, 0, std::vector<MemoryObject::Segment>{{h, total}}, ro);
+      dev, MemoryObject::Kind::kUserptr, 0, std::vector<MemoryObject::Segment>{{h, total, base}},
+      ro);
   obj->keep_alive(std::move(alias));
   *out = std::move(obj);
   return 0;

@@ -1,0 +1,100 @@
+// SPM_ACQUIRE, SPM_RELEASE, SPM_SET_DEST (DESIGN.md D6, docs/spm.md).
+#include <sys/stat.h>
+
+#include <cerrno>
+
+#include "context/compute_context.h"
+#include "spm/spm_arbiter.h"
+#include "util/checked_math.h"
+
+namespace rvgl {
+
+namespace {
+
+// A guest cannot make the SPM worker (or context destroy) wait longer than this.
+constexpr uint32_t kMaxSpmTimeoutMs = 10000;
+
+bool valid_ring(uint32_t r) { return r >= RVGL_RING_FIRST_QUEUE && r <= RVGL_RING_LAST_QUEUE; }
+
+}  // namespace
+
+uint64_t ComputeContext::device_key() const {
+  struct stat st;
+  return fstat(dev_->fd(), &st) == 0 ? static_cast<uint64_t>(st.st_rdev) : 0;
+}
+
+int ComputeContext::spm_check(uint32_t xcp) const {
+  if (!(facts_.capset.features & RVGL_FEATURE_SPM)) return -ENODEV;
+  if (xcp >= facts_.capset.num_xcp || xcp >= spm_.size()) return -EINVAL;
+  return 0;
+}
+
+int32_t ComputeContext::cmd_spm_acquire(const Request &req, Response &) {
+  const auto &q = req.as<rvgl_req_spm_acquire>();
+  if (int err = spm_check(q.xcp)) return err;
+  if (spm_[q.xcp]) return -EALREADY;
+  if (!valid_ring(q.ring_idx)) return -EINVAL;
+  if (rings_[q.ring_idx] != RingUse::kFree) return -EBUSY;
+  const uint64_t key = device_key();
+  if (!SpmArbiter::instance().try_acquire(key, q.xcp, ctx_id_)) return -EBUSY;
+
+  // Runs on the SPM worker. The shared page outlives every session (destroy releases SPM first),
+  // and a request with a response slot was only accepted once the page existed: set_dest()'s
+  // lock orders that before this call.
+  auto done = [this](uint32_t rsp_off, const rvgl_rsp_spm_set_dest &rsp) {
+    if (shmem_)
+      shmem_->view().write_response(rsp_off, {reinterpret_cast<const uint8_t *>(&rsp), sizeof(rsp)});
+  };
+  FenceRetirer *retirer = retirer_.get();
+  int err = SpmSession::create(dev_, q.xcp, q.ring_idx, done, [retirer] { retirer->kick(); },
+                               &spm_[q.xcp]);
+  if (err) {
+    SpmArbiter::instance().release(key, q.xcp, ctx_id_);
+    return err;
+  }
+  rings_[q.ring_idx] = RingUse::kSpm;
+  ring_queue_[q.ring_idx] = q.xcp;
+  return 0;
+}
+
+void ComputeContext::release_spm(uint32_t xcp) {
+  std::unique_ptr<SpmSession> s = std::move(spm_[xcp]);
+  if (!s) return;
+  rings_[s->ring_idx()] = RingUse::kFree;
+  ring_queue_[s->ring_idx()] = 0;
+  s.reset();  // joins the worker and releases the kernel's SPM
+  SpmArbiter::instance().release(device_key(), xcp, ctx_id_);
+}
+
+int32_t ComputeContext::cmd_spm_release(const Request &req, Response &) {
+  const auto &q = req.as<rvgl_req_spm_release>();
+  if (int err = spm_check(q.xcp)) return err;
+  if (!spm_[q.xcp]) return -EPERM;
+  release_spm(q.xcp);
+  return 0;
+}
+
+int32_t ComputeContext::cmd_spm_set_dest(const Request &req, Response &) {
+  const auto &q = req.as<rvgl_req_spm_set_dest>();
+  if (int err = spm_check(q.xcp)) return err;
+  SpmSession *s = spm_[q.xcp].get();
+  if (!s) return -EPERM;
+  SpmSession::Destination dst;
+  if (q.size) {
+    if (q.size > UINT32_MAX || q.size % 32) return -EINVAL;
+    if (int err = lookup_object(q.bo, q.res_id, &dst.object)) return err;
+    if (!range_within(q.offset, q.size, dst.object->size())) return -EINVAL;
+    // The kernel writes into it: never into memory the guest gave read-only.
+    if (dst.object->gpu_read_only()) return -EACCES;
+    if (dst.object->bo_flags() & RVGL_BO_FLAG_NO_CPU_ACCESS) return -EINVAL;
+    int err = -EINVAL;
+    dst.host = dst.object->host_range(q.offset, q.size, &err);
+    if (!dst.host) return err;
+    dst.size = static_cast<uint32_t>(q.size);
+  }
+  const uint32_t timeout = std::min(q.timeout_ms, kMaxSpmTimeoutMs);
+  if (int err = s->set_dest(std::move(dst), timeout, req.seqno, req.rsp_off)) return err;
+  return kDeferred;
+}
+
+}  // namespace rvgl

@@ -1,0 +1,119 @@
+#include "spm/spm_session.h"
+
+#include <cerrno>
+
+namespace rvgl {
+
+int SpmSession::kernel_op(uint32_t op, rvgl_drm_amdgpu_spm_args *spm) {
+  rvgl_drm_amdgpu_profiler_args args{};
+  args.op = RVGL_AMDGPU_PROFILER_OP_SPM;
+  args.data.spm = *spm;
+  args.data.spm.op = op;
+  int r = dev_->profiler(&args);
+  *spm = args.data.spm;
+  return r;
+}
+
+int SpmSession::create(std::shared_ptr<AmdgpuDevice> dev, uint32_t xcp, uint32_t ring_idx,
+                       Completion done, Signal signalled, std::unique_ptr<SpmSession> *out) {
+  std::unique_ptr<SpmSession> s(
+      new SpmSession(dev, xcp, ring_idx, std::move(done), std::move(signalled)));
+  int err;
+  s->timeline_ = SyncTimeline::create(dev, &err);
+  if (!s->timeline_) return err;
+  rvgl_drm_amdgpu_spm_args spm{};
+  if ((err = s->kernel_op(RVGL_AMDGPU_SPM_OP_ACQUIRE, &spm))) return err;
+  s->acquired_ = true;
+  s->worker_ = std::thread([p = s.get()] { p->run(); });
+  *out = std::move(s);
+  return 0;
+}
+
+SpmSession::~SpmSession() {
+  {
+    std::lock_guard lk(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  // RELEASE ends a SET_DEST blocked in the kernel, so destroy never waits out a guest timeout.
+  if (acquired_) {
+    rvgl_drm_amdgpu_spm_args spm{};
+    kernel_op(RVGL_AMDGPU_SPM_OP_RELEASE, &spm);
+  }
+  if (worker_.joinable()) worker_.join();
+}
+
+int SpmSession::set_dest(Destination dst, uint32_t timeout_ms, uint32_t seqno, uint32_t rsp_off) {
+  {
+    std::lock_guard lk(mu_);
+    if (job_ || stop_) return -EBUSY;
+    job_ = Job{std::move(dst), timeout_ms, seqno, rsp_off};
+    ++accepted_;
+  }
+  cv_.notify_all();
+  return 0;
+}
+
+void SpmSession::run() {
+  for (;;) {
+    Job job;
+    {
+      std::unique_lock lk(mu_);
+      cv_.wait(lk, [&] { return job_.has_value() || stop_; });
+      if (stop_ && !job_) return;
+      job = *job_;  // stays set while it runs: set_dest() answers -EBUSY meanwhile
+    }
+    rvgl_rsp_spm_set_dest rsp{};
+    rsp.hdr.seqno = job.seqno;
+    rvgl_drm_amdgpu_spm_args spm{};
+    spm.dest_buf = reinterpret_cast<uintptr_t>(job.dst.host);
+    spm.buf_size = job.dst.size;
+    spm.timeout = job.timeout_ms;
+    bool stopping;
+    {
+      std::lock_guard lk(mu_);
+      stopping = stop_;
+    }
+    rsp.hdr.result = stopping ? -ECANCELED : kernel_op(RVGL_AMDGPU_SPM_OP_SET_DEST_BUF, &spm);
+    if (rsp.hdr.result == 0) {
+      rsp.bytes_copied = spm.bytes_copied;
+      rsp.has_data_loss = spm.has_data_loss;
+      rsp.timeout_left_ms = spm.timeout;
+    }
+    Destination retired;
+    uint64_t point;
+    {
+      std::lock_guard lk(mu_);
+      if (rsp.hdr.result == 0) {
+        // The kernel has let go of the previous destination: it may be unmapped now.
+        retired = std::move(current_);
+        current_ = std::move(job.dst);
+      }
+      data_loss_total_ += rsp.has_data_loss;
+      job_.reset();
+      point = ++completed_;
+    }
+    retired = {};
+    job.dst = {};
+    if (job.rsp_off != RVGL_RSP_NONE) done_(job.rsp_off, rsp);
+    timeline_->signal(point);
+    signalled_();
+  }
+}
+
+uint64_t SpmSession::accepted() const {
+  std::lock_guard lk(mu_);
+  return accepted_;
+}
+
+uint64_t SpmSession::completed() const {
+  std::lock_guard lk(mu_);
+  return completed_;
+}
+
+uint32_t SpmSession::data_loss_total() const {
+  std::lock_guard lk(mu_);
+  return data_loss_total_;
+}
+
+}  // namespace rvgl

@@ -1,0 +1,83 @@
+// One context's hold on one SPM (DESIGN.md D6). SET_DEST runs on the session's own worker, never
+// on the VMM's thread: it may block in the kernel for the guest's timeout. The destination is the
+// guest's own memory, handed to the kernel as is (no host buffer, no copy), and kept referenced
+// and mapped until the kernel retires it (the next SET_DEST, or release).
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <thread>
+
+#include "amdgpu/amdgpu_device.h"
+#include "memory/memory_object.h"
+#include "queue/sync_timeline.h"
+#include "rocm_virgl_protocol.h"
+
+namespace rvgl {
+
+class SpmSession {
+ public:
+  struct Destination {
+    std::shared_ptr<MemoryObject> object;  // null: stop streaming
+    uint8_t *host = nullptr;
+    uint32_t size = 0;
+  };
+  // Called on the worker when a SET_DEST finished: the response to write (header included).
+  using Completion = std::function<void(uint32_t rsp_off, const rvgl_rsp_spm_set_dest &rsp)>;
+  using Signal = std::function<void()>;  // a ring point was signalled: wake the fence retirer
+
+  // Acquires the kernel's SPM on dev (the caller already holds the arbiter).
+  static int create(std::shared_ptr<AmdgpuDevice> dev, uint32_t xcp, uint32_t ring_idx,
+                    Completion done, Signal signalled, std::unique_ptr<SpmSession> *out);
+  // Stops the stream, wakes a blocked SET_DEST, releases the kernel's SPM.
+  ~SpmSession();
+
+  // Queues a SET_DEST: -EBUSY if one is pending. rsp_off RVGL_RSP_NONE: no response.
+  int set_dest(Destination dst, uint32_t timeout_ms, uint32_t seqno, uint32_t rsp_off);
+
+  uint32_t xcp() const { return xcp_; }
+  uint32_t ring_idx() const { return ring_idx_; }
+  const std::shared_ptr<SyncTimeline> &timeline() const { return timeline_; }
+  // SET_DESTs accepted so far: the ring point a fence created now waits for.
+  uint64_t accepted() const;
+  uint64_t completed() const;
+  uint32_t data_loss_total() const;
+
+ private:
+  struct Job {
+    Destination dst;
+    uint32_t timeout_ms;
+    uint32_t seqno;
+    uint32_t rsp_off;
+  };
+  SpmSession(std::shared_ptr<AmdgpuDevice> dev, uint32_t xcp, uint32_t ring, Completion done,
+             Signal sig)
+      : dev_(std::move(dev)), xcp_(xcp), ring_idx_(ring), done_(std::move(done)),
+        signalled_(std::move(sig)) {}
+  void run();
+  int kernel_op(uint32_t op, rvgl_drm_amdgpu_spm_args *spm);
+
+  std::shared_ptr<AmdgpuDevice> dev_;
+  uint32_t xcp_;
+  uint32_t ring_idx_;
+  Completion done_;
+  Signal signalled_;
+  std::shared_ptr<SyncTimeline> timeline_;
+  bool acquired_ = false;
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::optional<Job> job_;
+  bool stop_ = false;
+  uint64_t accepted_ = 0;
+  uint64_t completed_ = 0;
+  uint32_t data_loss_total_ = 0;
+  Destination current_;  // what the kernel is writing into now
+  std::thread worker_;
+};
+
+}  // namespace rvgl
