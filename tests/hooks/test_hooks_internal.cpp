@@ -1,0 +1,154 @@
+// The interposer's parts on their own, in an executable with no real libvirglrenderer behind it:
+// flag rewriting, reading the VMM's callbacks by version, and every exported function answering
+// with an error (not a crash) when the real library is missing.
+#include <catch2/catch.hpp>
+
+#include <cerrno>
+#include <cstring>
+
+#include "init_flags.h"
+#include "real_library.h"
+#include "renderer_fixture.h"
+#include "router.h"
+#include "vmm_callbacks.h"
+
+using namespace rvgl::hooks;
+using rvgl::hooks_test::Renderer;
+using rvgl::hooks_test::ScopedEnv;
+
+TEST_CASE("compute-only drops the GL winsys flags and sets NO_VIRGL", "[hooks]") {
+  const int stock_vtest =
+      VIRGL_RENDERER_USE_EGL | VIRGL_RENDERER_THREAD_SYNC | VIRGL_RENDERER_USE_EXTERNAL_BLOB;
+  CHECK(real_init_flags(stock_vtest, true) ==
+        (VIRGL_RENDERER_THREAD_SYNC | VIRGL_RENDERER_USE_EXTERNAL_BLOB | VIRGL_RENDERER_NO_VIRGL));
+  const int gl = VIRGL_RENDERER_USE_GLX | VIRGL_RENDERER_USE_SURFACELESS | VIRGL_RENDERER_USE_GLES |
+                 VIRGL_RENDERER_VENUS | VIRGL_RENDERER_ASYNC_FENCE_CB;
+  CHECK(real_init_flags(gl, true) ==
+        (VIRGL_RENDERER_VENUS | VIRGL_RENDERER_ASYNC_FENCE_CB | VIRGL_RENDERER_NO_VIRGL));
+  // Without the switch the VMM's flags pass unchanged, its own NO_VIRGL included.
+  CHECK(real_init_flags(stock_vtest, false) == stock_vtest);
+  CHECK(real_init_flags(VIRGL_RENDERER_NO_VIRGL, false) == VIRGL_RENDERER_NO_VIRGL);
+}
+
+namespace {
+void fake_write_context_fence(void *, uint32_t, uint32_t, uint64_t) {}
+int fake_get_drm_fd(void *) {
+  return 42;
+}
+}  // namespace
+
+TEST_CASE("the VMM's callbacks are read only as far as their version goes", "[hooks]") {
+  virgl_renderer_callbacks cbs;
+  std::memset(&cbs, 0, sizeof(cbs));
+  cbs.get_drm_fd = fake_get_drm_fd;
+  cbs.write_context_fence = fake_write_context_fence;
+  int cookie = 0;
+
+  cbs.version = 1;  // ends before get_drm_fd: what lies after is not the VMM's
+  VmmCallbacks v1(&cookie, VIRGL_RENDERER_ASYNC_FENCE_CB, &cbs);
+  CHECK(v1.get_drm_fd() == -1);
+  CHECK(v1.write_context_fence() == nullptr);
+  CHECK(v1.async_fences());
+
+  cbs.version = 2;
+  VmmCallbacks v2(&cookie, 0, &cbs);
+  CHECK(v2.get_drm_fd() == 42);
+  CHECK(v2.write_context_fence() == nullptr);
+  CHECK_FALSE(v2.async_fences());
+
+  cbs.version = 3;
+  VmmCallbacks v3(&cookie, 0, &cbs);
+  CHECK(v3.write_context_fence() == &fake_write_context_fence);
+  CHECK(v3.cookie() == &cookie);
+
+  cbs.version = 4;
+  cbs.get_egl_display = [](void *) -> void * { return nullptr; };
+  VmmCallbacks v4(&cookie, 0, &cbs);
+  const virgl_renderer_callbacks *copy = v4.without_egl_display();
+  REQUIRE(copy != nullptr);
+  CHECK(copy->get_egl_display == nullptr);
+  CHECK(copy->write_context_fence == &fake_write_context_fence);
+  CHECK(copy->version == 4);
+
+  cbs.version = 7;  // a future VMM: nothing of it is interpreted
+  VmmCallbacks v7(&cookie, 0, &cbs);
+  CHECK(v7.write_context_fence() == nullptr);
+  CHECK(v7.without_egl_display() == nullptr);
+
+  VmmCallbacks none(&cookie, 0, nullptr);
+  CHECK(none.get_drm_fd() == -1);
+}
+
+TEST_CASE("a symbol the real library lacks resolves to null", "[hooks]") {
+  CHECK(resolve_real("virgl_renderer_no_such_function") == nullptr);
+  RealSymbol<int (*)()> missing("virgl_renderer_no_such_function");
+  CHECK(missing.get() == nullptr);
+  CHECK(missing.get() == nullptr);  // retried, still null, no crash
+  // This executable loads no libvirglrenderer at all.
+  CHECK(resolve_real("virgl_renderer_init") == nullptr);
+  CHECK_FALSE(real_has_v1_abi());
+}
+
+TEST_CASE("without a real library every call answers an error and nothing crashes", "[hooks]") {
+  ScopedEnv node("RVGL_RENDER_NODE", "/nonexistent/renderD128");  // no GPU either
+  ScopedEnv co("RVGL_COMPUTE_ONLY", "1");
+  {
+    Renderer r({});
+    CHECK(r.result() == 0);  // we serve ROCM contexts alone
+    uint32_t max_ver = 9, max_size = 9;
+    virgl_renderer_get_cap_set(1, &max_ver, &max_size);
+    CHECK((max_ver == 0 && max_size == 0));
+    virgl_renderer_get_cap_set(8, &max_ver, &max_size);  // ours, but no device answers
+    CHECK((max_ver == 0 && max_size == 0));
+    CHECK(virgl_renderer_context_create_with_flags(1, 2, 0, "") == EINVAL);
+    CHECK(virgl_renderer_context_create(1, 0, "") == EINVAL);
+    CHECK(virgl_renderer_context_create_with_flags(1, 8, 0, "") > 0);  // no device: an errno
+    CHECK(virgl_renderer_submit_cmd(nullptr, 1, 0) == EINVAL);
+    CHECK(virgl_renderer_submit_cmd2(nullptr, 1, 0, nullptr, 0) == ENOSYS);
+    CHECK(virgl_renderer_context_create_fence(1, 0, 0, 1) == -EINVAL);
+    CHECK(virgl_renderer_context_get_poll_fd(1) == -1);
+    virgl_renderer_context_poll(1);
+    virgl_renderer_poll();
+    CHECK(virgl_renderer_get_poll_fd() == -1);
+
+    virgl_renderer_resource_create_blob_args blob{};
+    blob.res_handle = 1;
+    blob.blob_mem = VIRGL_RENDERER_BLOB_MEM_HOST3D;
+    blob.size = 4096;
+    CHECK(virgl_renderer_resource_create_blob(&blob) == -ENOSYS);
+    CHECK(virgl_renderer_resource_create_blob(nullptr) == -EINVAL);
+    virgl_renderer_resource_create_args args{};
+    args.handle = 1;
+    CHECK(virgl_renderer_resource_create(&args, nullptr, 0) == EINVAL);
+    CHECK(virgl_renderer_resource_create(nullptr, nullptr, 0) == EINVAL);
+    void *map = nullptr;
+    uint64_t size = 0;
+    CHECK(virgl_renderer_resource_map(1, &map, &size) == -ENOSYS);
+    CHECK(virgl_renderer_resource_unmap(1) == -ENOSYS);
+    CHECK(virgl_renderer_resource_map_fixed(1, nullptr) == -ENOSYS);
+    uint32_t info = 0, fd_type = 0;
+    int fd = -1;
+    CHECK(virgl_renderer_resource_get_map_info(1, &info) == -ENOSYS);
+    CHECK(virgl_renderer_resource_export_blob(1, &fd_type, &fd) == ENOSYS);
+    virgl_renderer_resource_info ri{};
+    CHECK(virgl_renderer_resource_get_info(1, &ri) == EINVAL);
+    rvgl_virgl_resource_info_ext_v1 rix{};
+    CHECK(virgl_renderer_resource_get_info_ext(1, &rix) == ENOSYS);
+    CHECK(virgl_renderer_resource_get_priv(1) == nullptr);
+    virgl_renderer_resource_set_priv(1, &info);
+    virgl_renderer_ctx_attach_resource(1, 1);
+    virgl_renderer_ctx_detach_resource(1, 1);
+    virgl_renderer_resource_unref(1);
+    CHECK(virgl_renderer_export_fence(1, &fd) == -ENOSYS);
+    CHECK(virgl_renderer_create_fence(1, 0) == EINVAL);
+    CHECK(virgl_renderer_get_cursor_data(1, nullptr, nullptr) == nullptr);
+    CHECK(virgl_set_debug_callback(nullptr) == nullptr);
+    static bool freed = false;
+    virgl_set_log_callback(nullptr, &freed, [](void *p) { *static_cast<bool *>(p) = true; });
+    CHECK(freed);
+    virgl_renderer_context_destroy(1);
+    virgl_renderer_reset();
+  }
+  // A callbacks struct the real library would refuse is refused here too.
+  CHECK(virgl_renderer_init(nullptr, 0, nullptr) == -1);
+}

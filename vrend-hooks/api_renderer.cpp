@@ -1,0 +1,87 @@
+// Exported renderer-wide functions of the virglrenderer C API.
+//
+// A function the real library lacks answers with an error in that function's own convention
+// (positive errno, negative errno, -1, null) and never aborts.
+#include <cerrno>
+
+#include "real_library.h"
+#include "router.h"
+
+using rvgl::hooks::Router;
+
+extern "C" {
+
+int virgl_renderer_init(void *cookie, int flags, struct virgl_renderer_callbacks *cb) {
+  return Router::get().init(cookie, flags, cb);
+}
+
+void virgl_renderer_cleanup(void *cookie) {
+  Router::get().cleanup(cookie);
+}
+
+void virgl_renderer_reset(void) {
+  Router::get().reset();
+}
+
+void virgl_renderer_poll(void) {
+  Router::get().poll();
+}
+
+int virgl_renderer_get_poll_fd(void) {
+  // The real library's ctx0 (vrend) fd. Ours are per context: virgl_renderer_context_get_poll_fd.
+  if (auto real = RVGL_REAL(virgl_renderer_get_poll_fd)) return real();
+  return -1;
+}
+
+void virgl_renderer_get_cap_set(uint32_t set, uint32_t *max_ver, uint32_t *max_size) {
+  Router::get().get_cap_set(set, max_ver, max_size);
+}
+
+void virgl_renderer_fill_caps(uint32_t set, uint32_t version, void *caps) {
+  Router::get().fill_caps(set, version, caps);
+}
+
+int virgl_renderer_create_fence(int client_fence_id, uint32_t ctx_id) {
+  // ctx0 fences belong to vrend whatever ctx_id says (the real library ignores it).
+  if (auto real = RVGL_REAL(virgl_renderer_create_fence)) return real(client_fence_id, ctx_id);
+  return EINVAL;
+}
+
+void virgl_renderer_force_ctx_0(void) {
+  if (auto real = RVGL_REAL(virgl_renderer_force_ctx_0)) real();
+}
+
+int virgl_renderer_export_fence(uint32_t client_fence_id, int *fd) {
+  // 1.0 widened the id to 64 bits; call the real function with the width it was built for.
+  // Ids come from virgl_renderer_create_fence's int, so nothing is lost either way.
+  void *p = rvgl::hooks::resolve_real("virgl_renderer_export_fence");
+  if (!p) return -ENOSYS;
+  if (rvgl::hooks::real_has_v1_abi())
+    return reinterpret_cast<int (*)(uint64_t, int *)>(p)(client_fence_id, fd);
+  return reinterpret_cast<int (*)(uint32_t, int *)>(p)(client_fence_id, fd);
+}
+
+int virgl_renderer_get_fd_for_texture(uint32_t tex_id, int *fd) {
+  if (auto real = RVGL_REAL(virgl_renderer_get_fd_for_texture)) return real(tex_id, fd);
+  return -1;
+}
+
+int virgl_renderer_get_fd_for_texture2(uint32_t tex_id, int *fd, int *stride, int *offset) {
+  if (auto real = RVGL_REAL(virgl_renderer_get_fd_for_texture2))
+    return real(tex_id, fd, stride, offset);
+  return -1;
+}
+
+virgl_debug_callback_type virgl_set_debug_callback(virgl_debug_callback_type cb) {
+  if (auto real = RVGL_REAL(virgl_set_debug_callback)) return real(cb);
+  return nullptr;
+}
+
+void virgl_set_log_callback(rvgl_virgl_log_callback cb, void *user_data,
+                            rvgl_virgl_free_data_callback free_user_data_cb) {
+  if (auto real = RVGL_REAL(virgl_set_log_callback)) return real(cb, user_data, free_user_data_cb);
+  // Nobody takes ownership of user_data: release it as the real library would on replacement.
+  if (free_user_data_cb) free_user_data_cb(user_data);
+}
+
+}  // extern "C"

@@ -1,0 +1,108 @@
+// Decides, call by call, whether a virglrenderer API call is ours (a ROCM context, one of its
+// resources, the ROCM capset) or the real library's, and keeps the state that decision needs.
+//
+// Threads (DESIGN.md D9): the VMM calls from one thread at a time; our contexts' retire threads
+// call the VMM's write_context_fence directly and never touch this state. mu_ guards the tables
+// only: it is never held while calling the real library (0.10.4 calls some of its own exported
+// functions, which come back through us), a VMM callback, or a context's destructor (which joins
+// its retire thread).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "capset_cache.h"
+#include "context/compute_context.h"
+#include "context/config.h"
+#include "real_ids.h"
+#include "rocm_resource.h"
+#include "virgl_api.h"
+#include "vmm_callbacks.h"
+
+namespace rvgl::hooks {
+
+class Router {
+ public:
+  // The process-wide instance. Never destroyed: a VMM may call us from its own exit path.
+  static Router &get();
+
+  // ---- renderer (router_renderer.cpp) ----
+  int init(void *cookie, int flags, virgl_renderer_callbacks *cbs);
+  void cleanup(void *cookie);
+  void reset();
+  void poll();
+  void get_cap_set(uint32_t set, uint32_t *max_ver, uint32_t *max_size);
+  void fill_caps(uint32_t set, uint32_t version, void *caps);
+
+  // ---- contexts (router_contexts.cpp) ----
+  int context_create(uint32_t ctx_id, uint32_t ctx_flags, uint32_t nlen, const char *name);
+  void context_destroy(uint32_t ctx_id);
+  int submit_cmd(void *buffer, int ctx_id, int ndw);
+  int submit_cmd2(void *buffer, int ctx_id, int ndw, uint64_t *in_fence_ids,
+                  uint32_t num_in_fences);
+  int context_create_fence(uint32_t ctx_id, uint32_t flags, uint32_t ring_idx, uint64_t fence_id);
+  void context_poll(uint32_t ctx_id);
+  int context_get_poll_fd(uint32_t ctx_id);
+  void ctx_attach_resource(uint32_t ctx_id, uint32_t res_id);
+  void ctx_detach_resource(uint32_t ctx_id, uint32_t res_id);
+
+  // ---- resources (router_resources.cpp) ----
+  int resource_create_blob(const virgl_renderer_resource_create_blob_args *args);
+  // Creation by the real library (resource_create, import_blob, ...): refused with `refusal` when
+  // the id is ours, else `create` runs and a 0 result records the id as the real library's.
+  template <class Create>
+  int real_resource_create(uint32_t res_id, int refusal, Create &&create);
+  void resource_unref(uint32_t res_id);
+  // Runs f(RocmResource&) under the table lock when res_id is ours; false otherwise.
+  template <class F>
+  bool with_resource(uint32_t res_id, F &&f);
+  bool owns_resource(uint32_t res_id);
+  bool owns_context(uint32_t ctx_id);
+
+  // For tests: our live contexts and resources.
+  size_t context_count();
+  size_t resource_count();
+
+ private:
+  Router() = default;
+  std::shared_ptr<const Config> config();
+  std::shared_ptr<ComputeContext> our_context(uint32_t ctx_id);
+  std::vector<std::shared_ptr<ComputeContext>> all_contexts();
+  int create_our_context(uint32_t ctx_id);
+  // Everything of ours goes: contexts (outside the lock), then resources.
+  void drop_everything();
+
+  std::mutex mu_;
+  std::shared_ptr<const Config> cfg_;
+  CapsetCache capsets_;
+  VmmCallbacks vmm_;
+  bool initialized_ = false;
+  RealIds real_;
+  std::map<uint32_t, std::shared_ptr<ComputeContext>> contexts_;
+  std::map<uint32_t, RocmResource> resources_;
+};
+
+template <class Create>
+int Router::real_resource_create(uint32_t res_id, int refusal, Create &&create) {
+  if (owns_resource(res_id)) return refusal;
+  const int ret = create();
+  if (ret == 0) {
+    std::lock_guard lk(mu_);
+    real_.add_resource(res_id);
+  }
+  return ret;
+}
+
+template <class F>
+bool Router::with_resource(uint32_t res_id, F &&f) {
+  std::lock_guard lk(mu_);
+  auto it = resources_.find(res_id);
+  if (it == resources_.end()) return false;
+  f(it->second);
+  return true;
+}
+
+}  // namespace rvgl::hooks

@@ -1,0 +1,71 @@
+// Resources: blobs of our contexts, and the id bookkeeping shared with the real library.
+#include <cerrno>
+
+#include "real_library.h"
+#include "router.h"
+
+namespace rvgl::hooks {
+
+bool Router::owns_resource(uint32_t res_id) {
+  std::lock_guard lk(mu_);
+  return resources_.count(res_id) != 0;
+}
+
+int Router::resource_create_blob(const virgl_renderer_resource_create_blob_args *args) {
+  if (!args) return -EINVAL;
+  auto c = our_context(args->ctx_id);
+  const bool userptr = args->blob_flags & (RVGL_BLOB_FLAG_USERPTR | RVGL_BLOB_FLAG_USERPTR_RDONLY);
+  // Host blobs of our contexts are ours. So are userptr GUEST blobs: the real library would make
+  // them plain guest-memory resources and never tell the context; we make them GPU-visible. A
+  // GUEST blob without the userptr flag stays the real library's plain resource.
+  const bool ours = c && (args->blob_mem == VIRGL_RENDERER_BLOB_MEM_HOST3D ||
+                          args->blob_mem == VIRGL_RENDERER_BLOB_MEM_HOST3D_GUEST ||
+                          (args->blob_mem == VIRGL_RENDERER_BLOB_MEM_GUEST && userptr));
+  if (!ours) {
+    auto real = RVGL_REAL(virgl_renderer_resource_create_blob);
+    return real_resource_create(args->res_handle, -EINVAL,
+                                [&] { return real ? real(args) : -ENOSYS; });
+  }
+
+  // The real library's checks, in its order and with its answers.
+  if (args->res_handle == 0 || args->size == 0) return -EINVAL;
+  const bool guest_storage = args->blob_mem != VIRGL_RENDERER_BLOB_MEM_HOST3D;
+  if (guest_storage ? (args->num_iovs == 0 || !args->iovecs) : args->num_iovs != 0) return -EINVAL;
+  {
+    std::lock_guard lk(mu_);
+    if (resources_.count(args->res_handle) || real_.has_resource(args->res_handle)) return -EINVAL;
+  }
+
+  BlobArgs ba;
+  ba.res_id = args->res_handle;
+  ba.blob_mem = args->blob_mem;
+  ba.blob_flags = args->blob_flags;
+  ba.blob_id = args->blob_id;
+  ba.size = args->size;
+  if (guest_storage) ba.iov = {args->iovecs, args->num_iovs};
+  BlobExport exp;
+  if (int err = c->create_blob(ba, &exp)) return err;
+
+  std::lock_guard lk(mu_);
+  resources_.emplace(args->res_handle,
+                     RocmResource(args->ctx_id, args->blob_mem, args->size, std::move(exp)));
+  return 0;
+}
+
+void Router::resource_unref(uint32_t res_id) {
+  std::map<uint32_t, RocmResource>::node_type mine;
+  {
+    std::lock_guard lk(mu_);
+    mine = resources_.extract(res_id);
+  }
+  // Every context of ours lets go of it: the owner, and any that imported it (ours or the real
+  // library's) — as the real library detaches a resource from all its contexts on unref.
+  for (auto &c : all_contexts())
+    c->detach_resource(res_id);
+  if (mine) return;  // unmapped and closed here, after the contexts dropped it
+  if (auto real = RVGL_REAL(virgl_renderer_resource_unref)) real(res_id);
+  std::lock_guard lk(mu_);
+  real_.remove_resource(res_id);
+}
+
+}  // namespace rvgl::hooks

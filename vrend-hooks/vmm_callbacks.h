@@ -1,0 +1,46 @@
+// What the VMM gave virgl_renderer_init: its cookie, flags and callbacks, copied field by field
+// up to the callbacks version it declared (a version 2 struct is shorter than a version 4 one, so
+// reading past its fields would read the VMM's unrelated memory).
+#pragma once
+
+#include <cstdint>
+
+#include "virgl_api.h"
+
+namespace rvgl::hooks {
+
+using WriteContextFenceFn = void (*)(void *cookie, uint32_t ctx_id, uint32_t ring_idx,
+                                     uint64_t fence_id);
+using GetDrmFdFn = int (*)(void *cookie);
+
+class VmmCallbacks {
+ public:
+  VmmCallbacks() = default;
+  // cbs may be null or of any version; fields the version lacks read as null.
+  VmmCallbacks(void *cookie, int flags, const virgl_renderer_callbacks *cbs);
+
+  void *cookie() const { return cookie_; }
+  int flags() const { return flags_; }
+  int version() const { return version_; }
+  // The VMM asked for write_context_fence from any thread (VIRGL_RENDERER_ASYNC_FENCE_CB).
+  bool async_fences() const { return flags_ & VIRGL_RENDERER_ASYNC_FENCE_CB; }
+  WriteContextFenceFn write_context_fence() const { return write_context_fence_; }
+  // A fresh render-node fd the caller owns, or -1 (no callback, or the VMM has none).
+  int get_drm_fd() const;
+
+  // The callbacks to hand the real library in compute-only mode: the VMM's own, minus
+  // get_egl_display, which would make 0.10.4 start an external EGL winsys even with NO_VIRGL.
+  // Only for versions this header knows (1..4); null otherwise.
+  const virgl_renderer_callbacks *without_egl_display();
+
+ private:
+  void *cookie_ = nullptr;
+  int flags_ = 0;
+  int version_ = 0;
+  WriteContextFenceFn write_context_fence_ = nullptr;
+  GetDrmFdFn get_drm_fd_ = nullptr;
+  virgl_renderer_callbacks copy_{};
+  bool have_copy_ = false;
+};
+
+}  // namespace rvgl::hooks
