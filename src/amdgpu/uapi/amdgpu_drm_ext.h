@@ -36,6 +36,28 @@ extern "C" {
 #define RVGL_AMDGPU_FAMILY_GC_11_0_0 145u /* RDNA3 gfx1100 */
 #define RVGL_AMDGPU_FAMILY_GC_12_0_0 152u
 
+/* GEM_CREATE flags added after 2.4.114 (AMDGPU_GEM_CREATE_*). */
+#define RVGL_AMDGPU_GEM_CREATE_DISCARDABLE (1u << 12)
+#define RVGL_AMDGPU_GEM_CREATE_COHERENT (1u << 13)
+#define RVGL_AMDGPU_GEM_CREATE_UNCACHED (1u << 14)
+#define RVGL_AMDGPU_GEM_CREATE_EXT_COHERENT (1u << 15)
+#define RVGL_AMDGPU_GEM_CREATE_GFX12_DCC (1u << 16)
+
+/* GEM_VA flag added after 2.4.114 (AMDGPU_VM_PAGE_NOALLOC). */
+#define RVGL_AMDGPU_VM_PAGE_NOALLOC (1u << 9)
+
+/* CTX QUERY_STATE2 flag added after 2.4.114 (AMDGPU_CTX_QUERY2_FLAGS_RESET_IN_PROGRESS). */
+#define RVGL_AMDGPU_CTX_QUERY2_FLAGS_RESET_IN_PROGRESS (1u << 5)
+
+/* drm_amdgpu_info_gpuvm_fault.vmhub encoding (AMDGPU_VMHUB_TYPE_* / AMDGPU_VMHUB_IDX_*). */
+#define RVGL_AMDGPU_VMHUB_TYPE_MASK 0xffu
+#define RVGL_AMDGPU_VMHUB_TYPE_SHIFT 0
+#define RVGL_AMDGPU_VMHUB_TYPE_GFX 0u
+#define RVGL_AMDGPU_VMHUB_TYPE_MM0 1u
+#define RVGL_AMDGPU_VMHUB_TYPE_MM1 2u
+#define RVGL_AMDGPU_VMHUB_IDX_MASK 0xff00u
+#define RVGL_AMDGPU_VMHUB_IDX_SHIFT 8
+
 /* ---- new ioctl numbers ---- */
 #define RVGL_DRM_AMDGPU_USERQ 0x16
 #define RVGL_DRM_AMDGPU_USERQ_SIGNAL 0x17
@@ -85,6 +107,12 @@ struct rvgl_drm_amdgpu_userq_mqd_compute_gfx11 {
 struct rvgl_drm_amdgpu_userq_mqd_sdma_gfx11 {
   __u64 csa_va;
 };
+
+struct rvgl_drm_amdgpu_userq_mqd_gfx11 {
+  __u64 shadow_va;
+  __u64 csa_va;
+};
+RVGL_UAPI_ASSERT(sizeof(struct rvgl_drm_amdgpu_userq_mqd_gfx11) == 16, "gfx11 mqd size");
 
 #define RVGL_DRM_IOCTL_AMDGPU_USERQ \
   DRM_IOWR(DRM_COMMAND_BASE + RVGL_DRM_AMDGPU_USERQ, union rvgl_drm_amdgpu_userq)

@@ -1,0 +1,64 @@
+// Every knob of the emulator, read from the environment once and changeable at run time through
+// rvgl_emu_set_knob(). emu/README.md documents each one.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "config/device_profile.h"
+
+namespace rvgl::emu {
+
+// RVGL_EMU_FAIL entry: the nth call of an ioctl (or OPEN/MMAP) fails with err.
+struct FailRule {
+  std::string name;
+  uint64_t nth = 0;
+  bool and_after = false;  // "N+" fails the Nth call and every later one
+  int err = 0;
+};
+
+struct Config {
+  const DeviceProfile *profile = nullptr;
+  uint32_t devices = 1;
+  uint32_t xccs = 0;                       // 0: the profile's default
+  uint64_t vram_bytes = 0, gtt_bytes = 0;  // 0: the profile's
+  uint32_t drm_minor = 64;
+  std::string state_dir;
+
+  uint64_t job_latency_us = 0;
+  uint64_t lockup_timeout_ms = 2000;
+  uint64_t userq_poll_us = 200;
+  uint64_t spm_rate_hz = 1000;
+  uint64_t spm_ring_bytes = 4ull << 20;
+  uint64_t counters_interval_ms = 0;
+  bool vram_poison = false;
+  uint32_t udmabuf_list_limit = 1024;
+  uint64_t udmabuf_size_limit_mb = 64;
+
+  std::vector<FailRule> fail;
+  uint64_t hang_job = 0;   // the Nth job of every context / user queue hangs
+  uint64_t reset_job = 0;  // the Nth job of every context is lost to an innocent GPU reset
+  bool reset_vram_lost = false;
+  uint64_t fault_va = 0, fault_len = 0;
+
+  uint32_t xcc_count() const { return xccs ? xccs : profile->default_xccs; }
+  uint64_t vram() const { return vram_bytes ? vram_bytes : profile->vram_mib << 20; }
+  uint64_t gtt() const { return gtt_bytes ? gtt_bytes : profile->gtt_mib << 20; }
+};
+
+// Reads RVGL_EMU_* from the environment; unparsable values keep their defaults (and say so on
+// stderr once), so a typo never silently changes what a test measures without a trace.
+Config config_from_environment();
+
+// Applies one knob by its environment name. Returns 0, -EINVAL (bad value) or -ENOENT (unknown).
+int apply_knob(Config &cfg, std::string_view name, std::string_view value);
+
+// Knobs that shape the devices themselves; they can change only while no emulated file is open.
+bool knob_is_structural(std::string_view name);
+
+// The default state directory: $TMPDIR (or /tmp) / rvgl-emu-<uid>.
+std::string default_state_dir();
+
+}  // namespace rvgl::emu

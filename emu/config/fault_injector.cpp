@@ -1,0 +1,28 @@
+#include "config/fault_injector.h"
+
+namespace rvgl::emu {
+
+int FaultInjector::on_call(std::string_view name) {
+  std::lock_guard lk(mu_);
+  if (rules_.empty()) return 0;
+  const uint64_t n = ++calls_[std::string(name)];
+  for (const auto &r : rules_) {
+    if (r.name != name) continue;
+    if (n == r.nth || (r.and_after && n > r.nth)) return r.err;
+  }
+  return 0;
+}
+
+void FaultInjector::set_rules(std::vector<FailRule> rules) {
+  std::lock_guard lk(mu_);
+  rules_ = std::move(rules);
+  calls_.clear();
+}
+
+void FaultInjector::reset() {
+  std::lock_guard lk(mu_);
+  rules_.clear();
+  calls_.clear();
+}
+
+}  // namespace rvgl::emu

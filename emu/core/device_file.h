@@ -1,0 +1,51 @@
+// One open file description of a render (or primary) node: the kernel's drm_file + amdgpu_fpriv.
+// Its own GPU VM and handle namespaces; two opens of the same node share nothing.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <unordered_map>
+#include <vector>
+
+#include "core/handle_table.h"
+#include "core/open_file.h"
+#include "exec/context.h"
+#include "exec/user_queue.h"
+#include "memory/buffer_object.h"
+#include "memory/gpu_vm.h"
+#include "sync/syncobj.h"
+
+namespace rvgl::emu {
+
+class Device;
+
+class DeviceFile final : public OpenFile {
+ public:
+  DeviceFile(Device &device, bool primary);
+  ~DeviceFile() override;
+
+  Device &device;
+  const bool primary;
+  const uint64_t id;  // unique per process, never reused
+  const std::shared_ptr<GpuVm> vm;
+
+  // Everything below: emulator state lock held.
+  std::shared_ptr<BufferObject> bo(uint32_t handle);
+  // The handle of `bo` in this file, creating one if it has none (as drm_gem_handle_create and
+  // PRIME import's "same object, same handle" rule do).
+  uint32_t handle_for(std::shared_ptr<BufferObject> bo);
+  // GEM_CLOSE: false for an unknown handle. The object's mappings in this VM go with it.
+  bool close_handle(uint32_t handle);
+
+  HandleTable<std::shared_ptr<BufferObject>> bos;
+  std::unordered_map<const BufferObject *, uint32_t> bo_handles;
+  // Objects imported from a dma-buf of another device (or a udmabuf), by their pages.
+  std::unordered_map<const Backing *, uint32_t> foreign_imports;
+  HandleTable<std::shared_ptr<Context>> contexts;
+  HandleTable<std::shared_ptr<Syncobj>> syncobjs;
+  HandleTable<std::vector<std::shared_ptr<BufferObject>>> bo_lists;
+  HandleTable<std::shared_ptr<UserQueue>> userqs;
+  uint64_t jobs_submitted = 0;
+};
+
+}  // namespace rvgl::emu

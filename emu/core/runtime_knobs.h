@@ -1,0 +1,51 @@
+// The knobs worker threads read while they run, kept in atomics so rvgl_emu_set_knob() can change
+// them without stopping anything.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+#include "config/config.h"
+
+namespace rvgl::emu {
+
+struct RuntimeKnobs {
+  std::atomic<uint64_t> job_latency_us{0};
+  std::atomic<uint64_t> lockup_timeout_ms{2000};
+  std::atomic<uint64_t> userq_poll_us{200};
+  std::atomic<uint64_t> counters_interval_ms{0};
+  std::atomic<uint64_t> spm_rate_hz{1000};
+  std::atomic<uint64_t> spm_ring_bytes{4ull << 20};
+  std::atomic<uint64_t> hang_job{0};
+  std::atomic<uint64_t> reset_job{0};
+  std::atomic<bool> reset_vram_lost{false};
+  std::atomic<uint64_t> fault_va{0};
+  std::atomic<uint64_t> fault_len{0};
+  std::atomic<bool> vram_poison{false};
+  std::atomic<uint32_t> udmabuf_list_limit{1024};
+  std::atomic<uint64_t> udmabuf_size_limit_mb{64};
+
+  void load(const Config &c) {
+    job_latency_us = c.job_latency_us;
+    lockup_timeout_ms = c.lockup_timeout_ms;
+    userq_poll_us = c.userq_poll_us;
+    counters_interval_ms = c.counters_interval_ms;
+    spm_rate_hz = c.spm_rate_hz;
+    spm_ring_bytes = c.spm_ring_bytes;
+    hang_job = c.hang_job;
+    reset_job = c.reset_job;
+    reset_vram_lost = c.reset_vram_lost;
+    fault_va = c.fault_va;
+    fault_len = c.fault_len;
+    vram_poison = c.vram_poison;
+    udmabuf_list_limit = c.udmabuf_list_limit;
+    udmabuf_size_limit_mb = c.udmabuf_size_limit_mb;
+  }
+};
+
+RuntimeKnobs &knobs();
+
+// Starts the counters-file writer if RVGL_EMU_COUNTERS_INTERVAL_MS asks for one (api/).
+void note_device_opened();
+
+}  // namespace rvgl::emu

@@ -1,0 +1,47 @@
+#include "exec/context.h"
+
+#include <cerrno>
+
+#include "core/counters.h"
+
+namespace rvgl::emu {
+
+namespace {
+// amdgpu_sched_jobs: the kernel keeps this many fences per entity; older sequence numbers are
+// reported signaled. The emulator keeps unsignaled ones regardless, so a wait is never wrong.
+constexpr size_t kFenceWindow = 32;
+}  // namespace
+
+Context::Context(int32_t priority, uint32_t reset_counter, uint32_t vram_lost_counter)
+    : priority_(priority), reset_counter_(reset_counter), vram_lost_counter_(vram_lost_counter) {
+  counters().contexts_alive.fetch_add(1, std::memory_order_relaxed);
+}
+
+Context::~Context() {
+  counters().contexts_alive.fetch_sub(1, std::memory_order_relaxed);
+}
+
+uint64_t Context::add_fence(const EntityKey &key, std::shared_ptr<Fence> fence) {
+  Entity &e = entities_[key];
+  const uint64_t seq = e.next_seq++;
+  e.fences.emplace_back(seq, std::move(fence));
+  while (e.fences.size() > kFenceWindow && e.fences.front().second->is_signaled())
+    e.fences.pop_front();
+  return seq;
+}
+
+int Context::get_fence(const EntityKey &key, uint64_t seq, std::shared_ptr<Fence> &out) {
+  out = nullptr;
+  auto it = entities_.find(key);
+  const uint64_t next = it == entities_.end() ? 1 : it->second.next_seq;
+  if (seq >= next) return -EINVAL;
+  if (it == entities_.end()) return 0;
+  for (const auto &[s, f] : it->second.fences)
+    if (s == seq) {
+      out = f;
+      break;
+    }
+  return 0;
+}
+
+}  // namespace rvgl::emu

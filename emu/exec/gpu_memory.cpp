@@ -1,0 +1,140 @@
+#include "exec/gpu_memory.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "util/user_memory.h"
+
+namespace rvgl::emu {
+
+bool GpuMemory::resolve(uint64_t va, uint64_t len, VmAccess a, std::vector<VmPiece> &out) {
+  if (faulted_) return false;
+  if (!vm_.resolve(va, len, a, out, fault_, inj_va_, inj_len_)) {
+    faulted_ = true;
+    return false;
+  }
+  return true;
+}
+
+// A userptr whose pages the caller unmapped: the hardware would see an invalid PTE.
+void GpuMemory::host_fault(uint64_t va, VmAccess a) {
+  faulted_ = true;
+  fault_.addr = va & ~uint64_t{4095};
+  fault_.status = fault_status::kMappingError | (1u << fault_status::kVmidShift) |
+                  (a == VmAccess::Write ? fault_status::kRwWrite : 0);
+  fault_.vmhub = 0;
+}
+
+bool GpuMemory::read(uint64_t va, void *dst, uint64_t len) {
+  if (!resolve(va, len, VmAccess::Read, a_)) return false;
+  auto *out = static_cast<uint8_t *>(dst);
+  uint64_t at = va;
+  for (const auto &p : a_) {
+    if (!p.backing)
+      std::memset(out, 0, p.len);
+    else if (!p.backing->read(p.offset, out, p.len)) {
+      host_fault(at, VmAccess::Read);
+      return false;
+    }
+    out += p.len;
+    at += p.len;
+  }
+  return true;
+}
+
+bool GpuMemory::write(uint64_t va, const void *src, uint64_t len) {
+  if (!resolve(va, len, VmAccess::Write, a_)) return false;
+  auto *in = static_cast<const uint8_t *>(src);
+  uint64_t at = va;
+  for (const auto &p : a_) {
+    if (p.backing && !p.backing->write(p.offset, in, p.len)) {
+      host_fault(at, VmAccess::Write);
+      return false;
+    }
+    in += p.len;
+    at += p.len;
+  }
+  bytes_written_ += len;
+  return true;
+}
+
+bool GpuMemory::copy(uint64_t dst, uint64_t src, uint64_t len) {
+  if (!resolve(src, len, VmAccess::Read, a_) || !resolve(dst, len, VmAccess::Write, b_))
+    return false;
+  size_t si = 0, di = 0;
+  uint64_t soff = 0, doff = 0, done = 0;
+  std::vector<uint8_t> zeros;
+  while (done < len) {
+    const VmPiece &s = a_[si];
+    const VmPiece &d = b_[di];
+    const uint64_t n = std::min(s.len - soff, d.len - doff);
+    bool ok = true;
+    if (d.backing) {
+      uint8_t *sv = s.backing ? s.backing->view() : nullptr;
+      uint8_t *dv = d.backing->view();
+      if (!s.backing) {
+        zeros.assign(std::min<uint64_t>(n, 1 << 16), 0);
+        for (uint64_t z = 0; ok && z < n; z += zeros.size())
+          ok = d.backing->write(d.offset + doff + z, zeros.data(),
+                                std::min<uint64_t>(zeros.size(), n - z));
+      } else if (sv && dv) {
+        std::memmove(dv + d.offset + doff, sv + s.offset + soff, n);
+      } else if (dv) {
+        ok = s.backing->read(s.offset + soff, dv + d.offset + doff, n);
+      } else if (sv) {
+        ok = d.backing->write(d.offset + doff, sv + s.offset + soff, n);
+      } else {
+        ok = copy_user_to_user(d.backing->user_address() + d.offset + doff,
+                               s.backing->user_address() + s.offset + soff, n) == 0;
+      }
+    }
+    if (!ok) {
+      host_fault(dst + done, VmAccess::Write);
+      return false;
+    }
+    done += n;
+    soff += n;
+    doff += n;
+    if (soff == s.len) ++si, soff = 0;
+    if (doff == d.len) ++di, doff = 0;
+  }
+  bytes_copied_ += len;
+  return true;
+}
+
+bool GpuMemory::fill(uint64_t dst, uint32_t pattern, uint32_t elem, uint64_t len) {
+  if (!resolve(dst, len, VmAccess::Write, a_)) return false;
+  uint8_t pat[4];
+  std::memcpy(pat, &pattern, 4);
+  std::vector<uint8_t> chunk;
+  uint64_t pos = 0;  // byte position in the whole fill, so the pattern phase carries over pieces
+  for (const auto &p : a_) {
+    if (p.backing) {
+      if (uint8_t *v = p.backing->view()) {
+        uint8_t *out = v + p.offset;
+        if (elem == 1 || (elem == 4 && pattern == 0)) {
+          std::memset(out, pat[0], p.len);
+        } else {
+          for (uint64_t i = 0; i < p.len; ++i)
+            out[i] = pat[(pos + i) % elem];
+        }
+      } else {
+        chunk.resize(static_cast<size_t>(std::min<uint64_t>(p.len, 1 << 16)));
+        for (uint64_t off = 0; off < p.len; off += chunk.size()) {
+          const uint64_t n = std::min<uint64_t>(chunk.size(), p.len - off);
+          for (uint64_t i = 0; i < n; ++i)
+            chunk[i] = pat[(pos + off + i) % elem];
+          if (!p.backing->write(p.offset + off, chunk.data(), n)) {
+            host_fault(dst + pos + off, VmAccess::Write);
+            return false;
+          }
+        }
+      }
+    }
+    pos += p.len;
+  }
+  bytes_written_ += len;
+  return true;
+}
+
+}  // namespace rvgl::emu

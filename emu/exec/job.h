@@ -1,0 +1,44 @@
+// One CS submission as the ring worker runs it.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "exec/context.h"
+#include "memory/buffer_object.h"
+#include "memory/gpu_vm.h"
+#include "sync/fence.h"
+#include "sync/syncobj.h"
+
+namespace rvgl::emu {
+
+struct IbRange {
+  uint64_t va;
+  uint64_t bytes;
+};
+
+// What a job waits for before it runs: a fence, or a syncobj point that may not exist yet
+// (a timeline wait with WAIT_FOR_SUBMIT resolves when the point is submitted).
+struct JobDependency {
+  std::shared_ptr<Fence> fence;
+  std::shared_ptr<Syncobj> syncobj;
+  uint64_t point = 0;
+};
+
+struct Job {
+  std::shared_ptr<GpuVm> vm;
+  std::shared_ptr<Context> ctx;
+  uint32_t ip = 0, ring = 0;
+  std::vector<IbRange> ibs;
+  std::vector<JobDependency> deps;
+  std::shared_ptr<Fence> fence;
+  uint64_t seq = 0;
+  uint64_t ordinal = 0;  // nth job of its context
+  // The user fence (CS FENCE chunk): seq is written here when the job completes.
+  std::shared_ptr<BufferObject> user_fence_bo;
+  uint64_t user_fence_offset = 0;
+  std::vector<std::shared_ptr<BufferObject>> bos;  // BO list, alive until the job is done
+};
+
+}  // namespace rvgl::emu

@@ -1,0 +1,170 @@
+#include "exec/ring_worker.h"
+
+#include <amdgpu_drm.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <thread>
+#include <vector>
+
+#include "core/counters.h"
+#include "core/runtime_knobs.h"
+#include "exec/exec_context.h"
+
+namespace rvgl::emu {
+
+void RingWorker::submit(std::unique_ptr<Job> job) {
+  {
+    std::lock_guard lk(FenceDomain::mutex());
+    queue_.push_back(std::move(job));
+  }
+  FenceDomain::notify();
+  if (!thread_.running() && !stop_.load()) thread_.start([this] { loop(); });
+}
+
+void RingWorker::stop() {
+  {
+    std::lock_guard lk(FenceDomain::mutex());
+    stop_.store(true);
+  }
+  FenceDomain::notify();
+  thread_.join();
+  cancel_queued();
+  stop_.store(false);
+}
+
+void RingWorker::forget_after_fork() {
+  thread_.forget();
+  cancel_queued();
+}
+
+void RingWorker::cancel_queued() {
+  std::deque<std::unique_ptr<Job>> dropped;
+  {
+    std::lock_guard lk(FenceDomain::mutex());
+    dropped.swap(queue_);
+  }
+  for (auto &j : dropped)
+    finish(*j, -ECANCELED);
+}
+
+// The oldest job whose context has nothing older queued and whose dependencies have signaled.
+Job *RingWorker::find_ready_locked() {
+  std::vector<const Context *> blocked;
+  for (auto &j : queue_) {
+    const Context *c = j->ctx.get();
+    if (std::find(blocked.begin(), blocked.end(), c) != blocked.end()) continue;
+    blocked.push_back(c);
+    bool ready = true;
+    for (const auto &d : j->deps) {
+      if (d.fence && !d.fence->is_signaled_locked()) ready = false;
+      if (d.syncobj && !d.syncobj->signaled_locked(d.point)) ready = false;
+      if (!ready) break;
+    }
+    if (ready) return j.get();
+  }
+  return nullptr;
+}
+
+void RingWorker::loop() {
+  std::unique_lock lk(FenceDomain::mutex());
+  while (true) {
+    Job *pick = nullptr;
+    FenceDomain::wait_until(lk, never(), [&] {
+      if (stop_.load()) return true;
+      pick = find_ready_locked();
+      return pick != nullptr;
+    });
+    if (stop_.load()) return;
+    auto it = std::find_if(queue_.begin(), queue_.end(), [&](auto &j) { return j.get() == pick; });
+    std::unique_ptr<Job> job = std::move(*it);
+    queue_.erase(it);
+    lk.unlock();
+    run(*job);
+    job.reset();
+    lk.lock();
+  }
+}
+
+void RingWorker::finish(Job &job, int error) {
+  if (error)
+    counters().jobs_failed.fetch_add(1, std::memory_order_relaxed);
+  else
+    counters().jobs_completed.fetch_add(1, std::memory_order_relaxed);
+  job.fence->signal(error);
+  job.bos.clear();
+}
+
+void RingWorker::run(Job &job) {
+  RuntimeKnobs &k = knobs();
+  Context &ctx = *job.ctx;
+  // drm_sched_entity_pop_job: work of a guilty context is cancelled, not run; so is work of a
+  // context that predates a VRAM loss (amdgpu_job_run).
+  if (ctx.guilty.load() || ctx.vram_lost_counter_at_create() != resets_.vram_lost.load()) {
+    finish(job, -ECANCELED);
+    return;
+  }
+  if (const uint64_t us = k.job_latency_us.load())
+    std::this_thread::sleep_for(std::chrono::microseconds(us));
+
+  const Deadline lockup = deadline_after_ms(k.lockup_timeout_ms.load());
+  if (k.hang_job.load() && job.ordinal == k.hang_job.load()) {
+    // The engine stops making progress; the job timeout handler resets the GPU and blames it.
+    std::unique_lock lk(FenceDomain::mutex());
+    FenceDomain::wait_until(lk, lockup, [&] { return stop_.load(); });
+    lk.unlock();
+    ctx.guilty = true;
+    ctx.reset_seen = true;
+    resets_.gpu_resets.fetch_add(1);
+    counters().gpu_resets.fetch_add(1, std::memory_order_relaxed);
+    finish(job, -ETIME);
+    return;
+  }
+  if (k.reset_job.load() && job.ordinal == k.reset_job.load()) {
+    // Another engine hung and the reset took this job with it: innocent, maybe with VRAM lost.
+    resets_.gpu_resets.fetch_add(1);
+    if (k.reset_vram_lost.load()) resets_.vram_lost.fetch_add(1);
+    counters().gpu_resets.fetch_add(1, std::memory_order_relaxed);
+    finish(job, -ECANCELED);
+    return;
+  }
+
+  GpuMemory mem(*job.vm, k.fault_va.load(), k.fault_len.load());
+  ExecContext cx{mem, profile_, lockup, stop_};
+  ExecStatus st = ExecStatus::Ok;
+  for (const IbRange &ib : job.ibs) {
+    const uint64_t dwords = ib.bytes / 4;
+    st = ip_ == AMDGPU_HW_IP_DMA ? run_sdma_ib(cx, ib.va, dwords, 1)
+                                 : run_pm4_ib(cx, ib.va, dwords, 1);
+    if (st != ExecStatus::Ok) break;
+  }
+  counters().bytes_copied.fetch_add(mem.bytes_copied(), std::memory_order_relaxed);
+  counters().bytes_written.fetch_add(mem.bytes_written(), std::memory_order_relaxed);
+
+  switch (st) {
+    case ExecStatus::Ok:
+      if (job.user_fence_bo) {
+        const uint64_t v = job.seq;
+        job.user_fence_bo->backing()->write(job.user_fence_offset, &v, sizeof(v));
+      }
+      finish(job, 0);
+      return;
+    case ExecStatus::Fault:
+      job.vm->record_fault(mem.fault());
+      counters().vm_faults.fetch_add(1, std::memory_order_relaxed);
+      [[fallthrough]];
+    case ExecStatus::Illegal:
+    case ExecStatus::Timeout:
+      // The job is lost and its context blamed (what the timeout handler does after a hang);
+      // other contexts and files are not touched.
+      ctx.guilty = true;
+      ctx.reset_seen = true;
+      finish(job, -ETIME);
+      return;
+    case ExecStatus::Aborted:
+      finish(job, -ECANCELED);
+      return;
+  }
+}
+
+}  // namespace rvgl::emu

@@ -1,0 +1,52 @@
+// One hardware ring of one device: runs the jobs submitted to it, in order per context, each once
+// its dependencies have signaled (the drm scheduler's job, folded into one thread per ring).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <deque>
+#include <memory>
+
+#include "config/device_profile.h"
+#include "exec/job.h"
+#include "exec/worker_thread.h"
+
+namespace rvgl::emu {
+
+// Device-wide reset bookkeeping (what QUERY_STATE2 and VRAM_LOST_COUNTER compare against).
+struct ResetCounters {
+  std::atomic<uint32_t> gpu_resets{0};
+  std::atomic<uint32_t> vram_lost{0};
+};
+
+class RingWorker {
+ public:
+  RingWorker(uint32_t ip, uint32_t ring, const DeviceProfile &profile, ResetCounters &resets)
+      : ip_(ip), ring_(ring), profile_(profile), resets_(resets) {}
+  ~RingWorker() { stop(); }
+  RingWorker(const RingWorker &) = delete;
+  RingWorker &operator=(const RingWorker &) = delete;
+
+  // Queues a job (the thread starts on the first one).
+  void submit(std::unique_ptr<Job> job);
+  // Cancels what has not started, lets the running job finish, joins.
+  void stop();
+  // In a forked child: the thread is gone; queued jobs are cancelled.
+  void forget_after_fork();
+
+ private:
+  void loop();
+  Job *find_ready_locked();
+  void run(Job &job);
+  void finish(Job &job, int error);
+  void cancel_queued();
+
+  const uint32_t ip_, ring_;
+  const DeviceProfile &profile_;
+  ResetCounters &resets_;
+  std::deque<std::unique_ptr<Job>> queue_;  // guarded by FenceDomain::mutex()
+  std::atomic<bool> stop_{false};
+  WorkerThread thread_;
+};
+
+}  // namespace rvgl::emu

@@ -1,0 +1,111 @@
+#include "exec/user_queue.h"
+
+#include <amdgpu_drm.h>
+
+#include <thread>
+#include <vector>
+
+#include "core/counters.h"
+#include "core/runtime_knobs.h"
+#include "exec/exec_context.h"
+
+namespace rvgl::emu {
+
+UserQueue::UserQueue(Params p) : p_(std::move(p)) {
+  counters().userqs_alive.fetch_add(1, std::memory_order_relaxed);
+}
+
+UserQueue::~UserQueue() {
+  stop();
+  counters().userqs_alive.fetch_sub(1, std::memory_order_relaxed);
+}
+
+bool UserQueue::start() {
+  return thread_.start([this] { loop(); });
+}
+
+void UserQueue::stop() {
+  {
+    std::lock_guard lk(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  thread_.join();
+}
+
+bool UserQueue::process(uint64_t rptr, uint64_t wptr) {
+  RuntimeKnobs &k = knobs();
+  // Compute/GFX ring pointers count dwords; SDMA ring pointers count bytes.
+  const bool sdma = p_.ip == AMDGPU_HW_IP_DMA;
+  const uint64_t ring_dw = p_.queue_size / 4;
+  const uint64_t start_dw = sdma ? rptr / 4 : rptr;
+  const uint64_t count_dw = sdma ? (wptr - rptr) / 4 : wptr - rptr;
+  if (count_dw > ring_dw || (sdma && ((wptr | rptr) & 3))) return false;
+
+  GpuMemory mem(*p_.vm, k.fault_va.load(), k.fault_len.load());
+  std::vector<uint32_t> buf(static_cast<size_t>(count_dw));
+  const uint64_t pos = start_dw % ring_dw;
+  const uint64_t first = std::min(count_dw, ring_dw - pos);
+  bool ok =
+      mem.read(p_.queue_va + pos * 4, buf.data(), first * 4) &&
+      (first == count_dw || mem.read(p_.queue_va, buf.data() + first, (count_dw - first) * 4));
+  ExecStatus st = ExecStatus::Fault;
+  if (ok) {
+    ++batches_;
+    if (k.hang_job.load() && batches_ == k.hang_job.load()) return false;
+    if (const uint64_t us = k.job_latency_us.load())
+      std::this_thread::sleep_for(std::chrono::microseconds(us));
+    ExecContext cx{mem, *p_.profile, deadline_after_ms(k.lockup_timeout_ms.load()), stop_};
+    st = sdma ? run_sdma(cx, buf.data(), buf.size(), 0) : run_pm4(cx, buf.data(), buf.size(), 0);
+  }
+  counters().bytes_copied.fetch_add(mem.bytes_copied(), std::memory_order_relaxed);
+  counters().bytes_written.fetch_add(mem.bytes_written(), std::memory_order_relaxed);
+  counters().userq_packets.fetch_add(count_dw, std::memory_order_relaxed);
+  if (st == ExecStatus::Fault) {
+    p_.vm->record_fault(mem.fault());
+    counters().vm_faults.fetch_add(1, std::memory_order_relaxed);
+  }
+  if (st != ExecStatus::Ok) {
+    counters().jobs_failed.fetch_add(1, std::memory_order_relaxed);
+    return false;
+  }
+  counters().jobs_completed.fetch_add(1, std::memory_order_relaxed);
+  // Publish the read pointer where the caller looks for it.
+  GpuMemory out(*p_.vm, 0, 0);
+  if (!out.write64(p_.rptr_va, wptr)) {
+    p_.vm->record_fault(out.fault());
+    counters().vm_faults.fetch_add(1, std::memory_order_relaxed);
+    return false;
+  }
+  return true;
+}
+
+void UserQueue::loop() {
+  uint64_t rptr = 0;
+  auto idle = std::chrono::microseconds(10);
+  while (!stop_.load()) {
+    GpuMemory mem(*p_.vm, 0, 0);
+    uint64_t wptr = 0;
+    if (!mem.read(p_.wptr_va, &wptr, sizeof(wptr))) {
+      p_.vm->record_fault(mem.fault());
+      counters().vm_faults.fetch_add(1, std::memory_order_relaxed);
+      hung_ = true;
+      return;
+    }
+    if (wptr != rptr) {
+      if (wptr < rptr || !process(rptr, wptr)) {
+        hung_ = true;  // MES would mark the queue hung; it executes nothing more
+        return;
+      }
+      rptr = wptr;
+      idle = std::chrono::microseconds(10);
+      continue;
+    }
+    // Nothing new: back off from a short spin to the configured poll interval.
+    std::unique_lock lk(mu_);
+    cv_.wait_for(lk, idle, [&] { return stop_.load(); });
+    idle = std::min(idle * 2, std::chrono::microseconds(knobs().userq_poll_us.load()));
+  }
+}
+
+}  // namespace rvgl::emu

@@ -1,0 +1,177 @@
+#include "interpose/real_libc.h"
+
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+
+namespace rvgl::emu::real {
+
+namespace {
+
+// A sanitizer runtime linked into the executable defines its interceptors as weak aliases that our
+// strong definitions replace; calling its "__interceptor_" entry keeps its fd and race tracking
+// intact. Otherwise the next object in lookup order (libc, or a shared sanitizer runtime) serves.
+void *resolve(const char *name) {
+  char buf[96];
+  std::snprintf(buf, sizeof(buf), "__interceptor_%s", name);
+  if (void *p = dlsym(RTLD_DEFAULT, buf)) return p;
+  if (void *p = dlsym(RTLD_NEXT, name)) return p;
+  return dlsym(RTLD_DEFAULT, name);
+}
+
+template <typename Fn>
+Fn lookup(std::atomic<void *> &slot, const char *name) {
+  void *p = slot.load(std::memory_order_acquire);
+  if (!p) {
+    p = resolve(name);
+    if (!p) {
+      // Without libc's own entry points nothing can work; say so instead of crashing later.
+      static const char msg[] = "rvgl-emu: cannot resolve a libc symbol\n";
+      ::syscall(SYS_write, 2, msg, sizeof(msg) - 1);
+      std::abort();
+    }
+    slot.store(p, std::memory_order_release);
+  }
+  return reinterpret_cast<Fn>(p);
+}
+
+#define RVGL_REAL(type, name)               \
+  static std::atomic<void *> slot_##name{}; \
+  auto fn_##name = lookup<type>(slot_##name, #name)
+
+}  // namespace
+
+int open(const char *path, int flags, mode_t mode) {
+  RVGL_REAL(int (*)(const char *, int, ...), open);
+  return fn_open(path, flags, mode);
+}
+
+int openat(int dirfd, const char *path, int flags, mode_t mode) {
+  RVGL_REAL(int (*)(int, const char *, int, ...), openat);
+  return fn_openat(dirfd, path, flags, mode);
+}
+
+int close(int fd) {
+  RVGL_REAL(int (*)(int), close);
+  return fn_close(fd);
+}
+
+int close_range(unsigned first, unsigned last, int flags) {
+  RVGL_REAL(int (*)(unsigned, unsigned, int), close_range);
+  return fn_close_range(first, last, flags);
+}
+
+int dup(int fd) {
+  RVGL_REAL(int (*)(int), dup);
+  return fn_dup(fd);
+}
+
+int dup2(int fd, int to) {
+  RVGL_REAL(int (*)(int, int), dup2);
+  return fn_dup2(fd, to);
+}
+
+int dup3(int fd, int to, int flags) {
+  RVGL_REAL(int (*)(int, int, int), dup3);
+  return fn_dup3(fd, to, flags);
+}
+
+int fcntl(int fd, int cmd, void *arg) {
+  RVGL_REAL(int (*)(int, int, ...), fcntl);
+  return fn_fcntl(fd, cmd, arg);
+}
+
+int ioctl(int fd, unsigned long request, void *arg) {
+  RVGL_REAL(int (*)(int, unsigned long, ...), ioctl);
+  return fn_ioctl(fd, request, arg);
+}
+
+void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t offset) {
+  RVGL_REAL(void *(*)(void *, size_t, int, int, int, off_t), mmap);
+  return fn_mmap(addr, len, prot, flags, fd, offset);
+}
+
+int stat(const char *path, struct stat *st) {
+  RVGL_REAL(int (*)(const char *, struct stat *), stat);
+  return fn_stat(path, st);
+}
+
+int lstat(const char *path, struct stat *st) {
+  RVGL_REAL(int (*)(const char *, struct stat *), lstat);
+  return fn_lstat(path, st);
+}
+
+int fstat(int fd, struct stat *st) {
+  RVGL_REAL(int (*)(int, struct stat *), fstat);
+  return fn_fstat(fd, st);
+}
+
+int fstatat(int dirfd, const char *path, struct stat *st, int flags) {
+  RVGL_REAL(int (*)(int, const char *, struct stat *, int), fstatat);
+  return fn_fstatat(dirfd, path, st, flags);
+}
+
+int statx(int dirfd, const char *path, int flags, unsigned mask, struct statx *stx) {
+  RVGL_REAL(int (*)(int, const char *, int, unsigned, struct statx *), statx);
+  return fn_statx(dirfd, path, flags, mask, stx);
+}
+
+ssize_t readlink(const char *path, char *buf, size_t size) {
+  RVGL_REAL(ssize_t(*)(const char *, char *, size_t), readlink);
+  return fn_readlink(path, buf, size);
+}
+
+ssize_t readlinkat(int dirfd, const char *path, char *buf, size_t size) {
+  RVGL_REAL(ssize_t(*)(int, const char *, char *, size_t), readlinkat);
+  return fn_readlinkat(dirfd, path, buf, size);
+}
+
+char *realpath(const char *path, char *resolved) {
+  RVGL_REAL(char *(*)(const char *, char *), realpath);
+  return fn_realpath(path, resolved);
+}
+
+DIR *opendir(const char *path) {
+  RVGL_REAL(DIR * (*)(const char *), opendir);
+  return fn_opendir(path);
+}
+
+int closedir(DIR *dir) {
+  RVGL_REAL(int (*)(DIR *), closedir);
+  return fn_closedir(dir);
+}
+
+struct dirent *readdir(DIR *dir) {
+  RVGL_REAL(struct dirent * (*)(DIR *), readdir);
+  return fn_readdir(dir);
+}
+
+struct dirent64 *readdir64(DIR *dir) {
+  RVGL_REAL(struct dirent64 * (*)(DIR *), readdir64);
+  return fn_readdir64(dir);
+}
+
+int access(const char *path, int mode) {
+  RVGL_REAL(int (*)(const char *, int), access);
+  return fn_access(path, mode);
+}
+
+int faccessat(int dirfd, const char *path, int mode, int flags) {
+  RVGL_REAL(int (*)(int, const char *, int, int), faccessat);
+  return fn_faccessat(dirfd, path, mode, flags);
+}
+
+FILE *fopen(const char *path, const char *mode) {
+  RVGL_REAL(FILE * (*)(const char *, const char *), fopen);
+  return fn_fopen(path, mode);
+}
+
+}  // namespace rvgl::emu::real

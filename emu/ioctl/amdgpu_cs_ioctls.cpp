@@ -1,0 +1,212 @@
+// DRM_AMDGPU_CS (amdgpu_cs.c): parse the chunk array, resolve every handle now (errors are the
+// ioctl's), hand the job to its ring, return the sequence number.
+#include <amdgpu_drm.h>
+
+#include <cerrno>
+#include <cstring>
+#include <vector>
+
+#include "core/counters.h"
+#include "core/device.h"
+#include "core/emulator.h"
+#include "ioctl/handlers.h"
+#include "util/user_memory.h"
+
+namespace rvgl::emu {
+
+namespace {
+
+// Not a kernel limit, a sanity bound on what one CS may ask the emulator to copy.
+constexpr uint32_t kMaxChunks = 4096;
+constexpr uint32_t kMaxChunkBytes = 1u << 22;
+
+struct OutSyncobj {
+  std::shared_ptr<Syncobj> syncobj;
+  uint64_t point;  // 0: binary replace
+};
+
+struct Parsed {
+  std::vector<IbRange> ibs;
+  bool have_entity = false;
+  EntityKey entity;
+  std::vector<JobDependency> deps;
+  std::vector<OutSyncobj> outs;
+  std::shared_ptr<BufferObject> user_fence_bo;
+  uint64_t user_fence_offset = 0;
+  bool have_bo_handles = false;
+  std::vector<std::shared_ptr<BufferObject>> bos;
+};
+
+template <typename T>
+std::vector<T> as_array(const std::vector<uint8_t> &bytes) {
+  std::vector<T> out(bytes.size() / sizeof(T));
+  std::memcpy(out.data(), bytes.data(), out.size() * sizeof(T));
+  return out;
+}
+
+int parse_ib(DeviceFile &f, const std::vector<uint8_t> &bytes, Parsed &p) {
+  if (bytes.size() < sizeof(drm_amdgpu_cs_chunk_ib)) return -EINVAL;
+  drm_amdgpu_cs_chunk_ib ib;
+  std::memcpy(&ib, bytes.data(), sizeof(ib));
+  if (int r = validate_entity(f.device, ib.ip_type, ib.ip_instance, ib.ring)) return r;
+  const EntityKey key{ib.ip_type, ib.ip_instance, ib.ring};
+  // Gang submissions (IBs for several engines in one CS) are not emulated.
+  if (p.have_entity && !(p.entity == key)) return -EINVAL;
+  p.entity = key;
+  p.have_entity = true;
+  p.ibs.push_back({ib.va_start, ib.ib_bytes});
+  return 0;
+}
+
+int parse_dependencies(DeviceFile &f, const std::vector<uint8_t> &bytes, Parsed &p) {
+  for (const auto &dep : as_array<drm_amdgpu_cs_chunk_dep>(bytes)) {
+    auto *ctx = f.contexts.find(dep.ctx_id);
+    if (!ctx) return -EINVAL;
+    if (int r = validate_entity(f.device, dep.ip_type, dep.ip_instance, dep.ring)) return r;
+    std::shared_ptr<Fence> fence;
+    if (int r = (*ctx)->get_fence({dep.ip_type, dep.ip_instance, dep.ring}, dep.handle, fence))
+      return r;
+    if (fence) p.deps.push_back({fence, nullptr, 0});
+  }
+  return 0;
+}
+
+int parse_syncobj_in(DeviceFile &f, uint32_t handle, uint64_t point, uint32_t flags, Parsed &p) {
+  auto *s = f.syncobjs.find(handle);
+  if (!s) return -ENOENT;
+  std::lock_guard lk(FenceDomain::mutex());
+  if (!(*s)->available_locked(point) && !(flags & DRM_SYNCOBJ_WAIT_FLAGS_WAIT_FOR_SUBMIT))
+    return -EINVAL;
+  // Resolved when the job is ready to run: a point submitted later still counts.
+  p.deps.push_back({nullptr, *s, point});
+  return 0;
+}
+
+int parse_chunk(DeviceFile &f, uint32_t id, const std::vector<uint8_t> &bytes, Parsed &p) {
+  switch (id) {
+    case AMDGPU_CHUNK_ID_IB:
+      return parse_ib(f, bytes, p);
+    case AMDGPU_CHUNK_ID_FENCE: {
+      if (bytes.size() < sizeof(drm_amdgpu_cs_chunk_fence)) return -EINVAL;
+      drm_amdgpu_cs_chunk_fence fc;
+      std::memcpy(&fc, bytes.data(), sizeof(fc));
+      auto bo = f.bo(fc.handle);
+      // amdgpu_cs_p1_user_fence(): an existing, non-userptr object with room for 8 bytes.
+      if (!bo || bo->userptr() || uint64_t{fc.offset} + 8 > bo->size()) return -EINVAL;
+      p.user_fence_bo = std::move(bo);
+      p.user_fence_offset = fc.offset;
+      return 0;
+    }
+    case AMDGPU_CHUNK_ID_DEPENDENCIES:
+    case AMDGPU_CHUNK_ID_SCHEDULED_DEPENDENCIES:
+      return parse_dependencies(f, bytes, p);
+    case AMDGPU_CHUNK_ID_SYNCOBJ_IN:
+      for (const auto &sem : as_array<drm_amdgpu_cs_chunk_sem>(bytes))
+        if (int r = parse_syncobj_in(f, sem.handle, 0, 0, p)) return r;
+      return 0;
+    case AMDGPU_CHUNK_ID_SYNCOBJ_TIMELINE_WAIT:
+      for (const auto &s : as_array<drm_amdgpu_cs_chunk_syncobj>(bytes))
+        if (int r = parse_syncobj_in(f, s.handle, s.point, s.flags, p)) return r;
+      return 0;
+    case AMDGPU_CHUNK_ID_SYNCOBJ_OUT:
+      for (const auto &sem : as_array<drm_amdgpu_cs_chunk_sem>(bytes)) {
+        auto *s = f.syncobjs.find(sem.handle);
+        if (!s) return -EINVAL;
+        p.outs.push_back({*s, 0});
+      }
+      return 0;
+    case AMDGPU_CHUNK_ID_SYNCOBJ_TIMELINE_SIGNAL:
+      for (const auto &so : as_array<drm_amdgpu_cs_chunk_syncobj>(bytes)) {
+        auto *s = f.syncobjs.find(so.handle);
+        if (!s) return -EINVAL;
+        p.outs.push_back({*s, so.point});
+      }
+      return 0;
+    case AMDGPU_CHUNK_ID_BO_HANDLES: {
+      if (bytes.size() < sizeof(drm_amdgpu_bo_list_in)) return -EINVAL;
+      drm_amdgpu_bo_list_in in;
+      std::memcpy(&in, bytes.data(), sizeof(in));
+      p.have_bo_handles = true;
+      return read_bo_list(f, in.bo_info_ptr, in.bo_number, in.bo_info_size, p.bos);
+    }
+    case 0x0a:  // AMDGPU_CHUNK_ID_CP_GFX_SHADOW: shadow buffers have no effect here
+      return 0;
+    default:
+      return -EINVAL;
+  }
+}
+
+}  // namespace
+
+int amdgpu_ioctl_cs(DeviceFile &f, void *data) {
+  auto *a = static_cast<drm_amdgpu_cs *>(data);
+  const auto in = a->in;
+  Device &d = f.device;
+  std::lock_guard lk(Emulator::get().mutex());
+  auto *pctx = f.contexts.find(in.ctx_id);
+  if (!pctx) return -EINVAL;
+  std::shared_ptr<Context> ctx = *pctx;
+  // amdgpu_cs_parser_init(): a guilty context, or one from before a VRAM loss, submits nothing.
+  if (ctx->guilty.load()) return -ECANCELED;
+  if (ctx->vram_lost_counter_at_create() != d.resets().vram_lost.load()) return -ECANCELED;
+  if (in.num_chunks == 0 || in.num_chunks > kMaxChunks) return -EINVAL;
+
+  std::vector<uint64_t> chunk_ptrs(in.num_chunks);
+  if (copy_from_user(chunk_ptrs.data(), in.chunks, chunk_ptrs.size() * sizeof(uint64_t)))
+    return -EFAULT;
+  Parsed p;
+  std::vector<uint8_t> bytes;
+  for (uint64_t ptr : chunk_ptrs) {
+    drm_amdgpu_cs_chunk chunk;
+    if (copy_from_user(&chunk, ptr, sizeof(chunk))) return -EFAULT;
+    const uint64_t size = uint64_t{chunk.length_dw} * 4;
+    if (size > kMaxChunkBytes) return -EINVAL;
+    bytes.resize(size);
+    if (copy_from_user(bytes.data(), chunk.chunk_data, size)) return -EFAULT;
+    if (int r = parse_chunk(f, chunk.chunk_id, bytes, p)) return r;
+  }
+  if (p.ibs.empty()) return -EINVAL;
+  if (in.bo_list_handle) {
+    if (p.have_bo_handles) return -EINVAL;
+    auto *list = f.bo_lists.find(in.bo_list_handle);
+    if (!list) return -ENOENT;
+    p.bos = *list;
+  }
+  if (p.ibs.size() > d.ip_block(p.entity.ip)->max_ibs) return -EINVAL;
+
+  auto job = std::make_unique<Job>();
+  job->vm = f.vm;
+  job->ctx = ctx;
+  job->ip = p.entity.ip;
+  job->ring = p.entity.ring;
+  job->ibs = std::move(p.ibs);
+  job->deps = std::move(p.deps);
+  job->fence = Fence::create();
+  job->seq = ctx->add_fence(p.entity, job->fence);
+  job->ordinal = ++ctx->jobs_submitted;
+  job->user_fence_bo = std::move(p.user_fence_bo);
+  job->user_fence_offset = p.user_fence_offset;
+  {
+    std::lock_guard flk(FenceDomain::mutex());
+    for (const auto &o : p.outs) {
+      if (o.point)
+        o.syncobj->add_point_locked(o.point, job->fence);
+      else
+        o.syncobj->replace_locked(job->fence);
+    }
+    for (const auto &bo : p.bos) {
+      std::erase_if(bo->fences, [](const auto &fence) { return fence->is_signaled_locked(); });
+      bo->fences.push_back(job->fence);
+    }
+  }
+  job->bos = std::move(p.bos);
+  const uint64_t seq = job->seq;
+  ++f.jobs_submitted;
+  counters().jobs_submitted.fetch_add(1, std::memory_order_relaxed);
+  d.ring(job->ip, job->ring).submit(std::move(job));
+  std::memset(a, 0, sizeof(*a));
+  a->out.handle = seq;
+  return 0;
+}
+
+}  // namespace rvgl::emu

@@ -1,0 +1,134 @@
+// Waiting on submissions: WAIT_CS, WAIT_FENCES (absolute timeouts, as amdgpu_gem_timeout takes
+// them) and FENCE_TO_HANDLE.
+#include <amdgpu_drm.h>
+
+#include <cerrno>
+#include <cstring>
+#include <vector>
+
+#include "core/device.h"
+#include "core/emulator.h"
+#include "ioctl/handlers.h"
+#include "sync/fence.h"
+#include "sync/syncobj.h"
+#include "util/user_memory.h"
+
+namespace rvgl::emu {
+
+namespace {
+
+// amdgpu_cs_get_fence(): the fence of (context, ring, seq); null when known signaled. State lock.
+int lookup_fence(DeviceFile &f, uint32_t ctx_id, uint32_t ip, uint32_t inst, uint32_t ring,
+                 uint64_t seq, std::shared_ptr<Fence> &out) {
+  auto *ctx = f.contexts.find(ctx_id);
+  if (!ctx) return -EINVAL;
+  if (int r = validate_entity(f.device, ip, inst, ring)) return r;
+  return (*ctx)->get_fence({ip, inst, ring}, seq, out);
+}
+
+}  // namespace
+
+int amdgpu_ioctl_wait_cs(DeviceFile &f, void *data) {
+  auto *a = static_cast<drm_amdgpu_wait_cs *>(data);
+  const auto in = a->in;
+  std::shared_ptr<Fence> fence;
+  {
+    std::lock_guard lk(Emulator::get().mutex());
+    if (int r = lookup_fence(f, in.ctx_id, in.ip_type, in.ip_instance, in.ring, in.handle, fence))
+      return r;
+  }
+  bool signaled = true;
+  if (fence) {
+    signaled = fence->wait(deadline_from_amdgpu_timeout(in.timeout));
+    if (signaled && fence->error()) return fence->error();
+  }
+  std::memset(a, 0, sizeof(*a));
+  a->out.status = signaled ? 0 : 1;
+  return 0;
+}
+
+int amdgpu_ioctl_wait_fences(DeviceFile &f, void *data) {
+  auto *a = static_cast<drm_amdgpu_wait_fences *>(data);
+  const auto in = a->in;
+  if (in.fence_count > (1u << 16)) return -EINVAL;
+  std::vector<drm_amdgpu_fence> user(in.fence_count);
+  if (copy_from_user(user.data(), in.fences, user.size() * sizeof(drm_amdgpu_fence)))
+    return -EFAULT;
+  std::vector<std::shared_ptr<Fence>> fences(user.size());
+  {
+    std::lock_guard lk(Emulator::get().mutex());
+    for (size_t i = 0; i < user.size(); ++i)
+      if (int r = lookup_fence(f, user[i].ctx_id, user[i].ip_type, user[i].ip_instance,
+                               user[i].ring, user[i].seq_no, fences[i]))
+        return r;
+  }
+  const Deadline deadline = deadline_from_amdgpu_timeout(in.timeout_ns);
+  uint32_t first = 0;
+  bool signaled = true;
+  int err = 0;
+  if (in.wait_all) {
+    for (auto &fence : fences) {
+      if (!fence) continue;
+      if (!fence->wait(deadline)) {
+        signaled = false;
+        break;
+      }
+      if (int e = fence->error()) return e;
+    }
+  } else {
+    std::unique_lock lk(FenceDomain::mutex());
+    signaled = FenceDomain::wait_until(lk, deadline, [&] {
+      for (size_t i = 0; i < fences.size(); ++i)
+        if (!fences[i] || fences[i]->is_signaled_locked()) {
+          first = static_cast<uint32_t>(i);
+          return true;
+        }
+      return fences.empty();
+    });
+    if (signaled && first < fences.size() && fences[first]) err = fences[first]->error_locked();
+  }
+  std::memset(a, 0, sizeof(*a));
+  a->out.status = signaled ? 1 : 0;
+  a->out.first_signaled = first;
+  return err;
+}
+
+int amdgpu_ioctl_fence_to_handle(DeviceFile &f, void *data) {
+  auto *a = static_cast<drm_amdgpu_fence_to_handle *>(data);
+  const auto in = a->in;
+  std::lock_guard lk(Emulator::get().mutex());
+  std::shared_ptr<Fence> fence;
+  if (int r = lookup_fence(f, in.fence.ctx_id, in.fence.ip_type, in.fence.ip_instance,
+                           in.fence.ring, in.fence.seq_no, fence))
+    return r;
+  if (!fence) fence = Fence::signaled();
+  std::memset(a, 0, sizeof(*a));
+  switch (in.what) {
+    case AMDGPU_FENCE_TO_HANDLE_GET_SYNCOBJ:
+    case AMDGPU_FENCE_TO_HANDLE_GET_SYNCOBJ_FD: {
+      auto s = std::make_shared<Syncobj>();
+      {
+        std::lock_guard flk(FenceDomain::mutex());
+        s->replace_locked(fence);
+      }
+      if (in.what == AMDGPU_FENCE_TO_HANDLE_GET_SYNCOBJ) {
+        a->out.handle = f.syncobjs.insert(std::move(s));
+        return 0;
+      }
+      const int fd = make_syncobj_fd(std::move(s));
+      if (fd < 0) return fd;
+      a->out.handle = static_cast<uint32_t>(fd);
+      return 0;
+    }
+    case AMDGPU_FENCE_TO_HANDLE_GET_SYNC_FILE_FD: {
+      const int fd = make_sync_file_fd(fence);
+      if (fd < 0) return fd;
+      a->out.handle = static_cast<uint32_t>(fd);
+      return 0;
+    }
+    default:
+      return -EINVAL;
+  }
+}
+
+}  // namespace rvgl::emu

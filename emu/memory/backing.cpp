@@ -1,0 +1,129 @@
+#include "memory/backing.h"
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "core/counters.h"
+#include "interpose/real_libc.h"
+#include "util/user_memory.h"
+
+namespace rvgl::emu {
+
+bool Backing::read(uint64_t offset, void *dst, uint64_t len) {
+  if (offset > size_ || len > size_ - offset) return false;
+  if (uint8_t *v = view()) {
+    std::memcpy(dst, v + offset, len);
+    return true;
+  }
+  return copy_from_user(dst, user_address() + offset, len) == 0;
+}
+
+bool Backing::write(uint64_t offset, const void *src, uint64_t len) {
+  if (offset > size_ || len > size_ - offset) return false;
+  if (uint8_t *v = view()) {
+    std::memcpy(v + offset, src, len);
+    return true;
+  }
+  return copy_to_user(user_address() + offset, src, len) == 0;
+}
+
+std::shared_ptr<MemfdBacking> MemfdBacking::create(const char *name, uint64_t size) {
+  UniqueFd fd(memfd_create(name, MFD_CLOEXEC));
+  if (!fd) return nullptr;
+  if (ftruncate(fd.get(), static_cast<off_t>(size)) != 0) return nullptr;
+  return std::shared_ptr<MemfdBacking>(new MemfdBacking(std::move(fd), size));
+}
+
+std::shared_ptr<MemfdBacking> MemfdBacking::adopt(UniqueFd fd, uint64_t size) {
+  return std::shared_ptr<MemfdBacking>(new MemfdBacking(std::move(fd), size));
+}
+
+MemfdBacking::~MemfdBacking() {
+  if (view_) munmap(view_, size());
+}
+
+uint8_t *MemfdBacking::view() {
+  std::call_once(view_once_, [this] {
+    void *p = real::mmap(nullptr, size(), PROT_READ | PROT_WRITE, MAP_SHARED, fd_.get(), 0);
+    if (p != MAP_FAILED) view_ = static_cast<uint8_t *>(p);
+  });
+  return view_;
+}
+
+void *MemfdBacking::cpu_map(void *addr, size_t len, int prot, int flags, uint64_t offset) {
+  return real::mmap(addr, len, prot, flags, fd_.get(), static_cast<off_t>(offset));
+}
+
+std::shared_ptr<SegmentBacking> SegmentBacking::create(std::vector<Segment> segments,
+                                                       UniqueFd handle) {
+  uint64_t total = 0;
+  for (const auto &s : segments)
+    total += s.size;
+  counters().udmabufs_alive.fetch_add(1, std::memory_order_relaxed);
+  counters().udmabufs_created.fetch_add(1, std::memory_order_relaxed);
+  return std::shared_ptr<SegmentBacking>(
+      new SegmentBacking(std::move(segments), total, std::move(handle)));
+}
+
+SegmentBacking::~SegmentBacking() {
+  if (view_) munmap(view_, size());
+  counters().udmabufs_alive.fetch_sub(1, std::memory_order_relaxed);
+}
+
+bool SegmentBacking::map_range(uint8_t *at, uint64_t offset, uint64_t len, int prot) {
+  uint64_t seg_start = 0;
+  for (const auto &s : segments_) {
+    const uint64_t seg_end = seg_start + s.size;
+    const uint64_t lo = std::max(seg_start, offset), hi = std::min(seg_end, offset + len);
+    if (lo < hi) {
+      void *p = real::mmap(at + (lo - offset), hi - lo, prot, MAP_SHARED | MAP_FIXED, s.file->get(),
+                           static_cast<off_t>(s.offset + (lo - seg_start)));
+      if (p == MAP_FAILED) return false;
+    }
+    seg_start = seg_end;
+  }
+  return true;
+}
+
+uint8_t *SegmentBacking::view() {
+  std::call_once(view_once_, [this] {
+    void *p =
+        real::mmap(nullptr, size(), PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED) return;
+    if (!map_range(static_cast<uint8_t *>(p), 0, size(), PROT_READ | PROT_WRITE)) {
+      munmap(p, size());
+      return;
+    }
+    view_ = static_cast<uint8_t *>(p);
+  });
+  return view_;
+}
+
+void *SegmentBacking::cpu_map(void *addr, size_t len, int prot, int flags, uint64_t offset) {
+  if (offset > size() || len > size() - offset) {
+    errno = EINVAL;
+    return MAP_FAILED;
+  }
+  // Reserve the whole range first (honouring MAP_FIXED/hints), then lay the pieces over it.
+  const int reserve_flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | (flags & MAP_FIXED);
+  void *base = real::mmap(addr, len, PROT_NONE, reserve_flags, -1, 0);
+  if (base == MAP_FAILED) return MAP_FAILED;
+  if (!map_range(static_cast<uint8_t *>(base), offset, len, prot)) {
+    const int err = errno;
+    munmap(base, len);
+    errno = err;
+    return MAP_FAILED;
+  }
+  return base;
+}
+
+void *UserptrBacking::cpu_map(void *, size_t, int, int, uint64_t) {
+  errno = EPERM;
+  return MAP_FAILED;
+}
+
+}  // namespace rvgl::emu

@@ -1,0 +1,192 @@
+#include "memory/gpu_vm.h"
+
+#include <amdgpu_drm.h>
+
+#include <cerrno>
+
+#include "memory/va_layout.h"
+
+namespace rvgl::emu {
+
+namespace {
+
+uint64_t canon(uint64_t va) {
+  return va & va::kHoleMask;
+}
+
+uint32_t required_flag(VmAccess a) {
+  switch (a) {
+    case VmAccess::Read:
+      return AMDGPU_VM_PAGE_READABLE;
+    case VmAccess::Write:
+      return AMDGPU_VM_PAGE_WRITEABLE;
+    case VmAccess::Execute:
+      return AMDGPU_VM_PAGE_EXECUTABLE;
+  }
+  return AMDGPU_VM_PAGE_READABLE;
+}
+
+uint32_t permission_bit(VmAccess a) {
+  switch (a) {
+    case VmAccess::Read:
+      return fault_status::kPermRead;
+    case VmAccess::Write:
+      return fault_status::kPermWrite;
+    case VmAccess::Execute:
+      return fault_status::kPermExecute;
+  }
+  return fault_status::kPermRead;
+}
+
+VmFault make_fault(uint64_t addr, VmAccess a, bool mapping_error) {
+  VmFault f;
+  f.addr = addr & ~(va::kGpuPageSize - 1);
+  f.status = (1u << fault_status::kVmidShift);
+  if (mapping_error)
+    f.status |= fault_status::kMappingError;
+  else
+    f.status |= permission_bit(a) << fault_status::kPermissionShift;
+  if (a == VmAccess::Write) f.status |= fault_status::kRwWrite;
+  f.vmhub = 0;  // AMDGPU_VMHUB_TYPE_GFX, instance 0
+  return f;
+}
+
+}  // namespace
+
+int GpuVm::insert_locked(std::shared_ptr<BufferObject> bo, uint64_t va, uint64_t offset,
+                         uint64_t size, uint32_t flags) {
+  va = canon(va);
+  // amdgpu_vm_bo_map(): an overlap with any existing mapping is refused.
+  auto it = maps_.upper_bound(va);
+  if (it != maps_.begin()) {
+    auto prev = std::prev(it);
+    if (prev->first + prev->second.size > va) return -EINVAL;
+  }
+  if (it != maps_.end() && it->first < va + size) return -EINVAL;
+  maps_.emplace(va, Mapping{size, std::move(bo), offset, flags});
+  return 0;
+}
+
+int GpuVm::map(std::shared_ptr<BufferObject> bo, uint64_t va, uint64_t offset, uint64_t size,
+               uint32_t flags) {
+  std::lock_guard lk(mu_);
+  return insert_locked(std::move(bo), va, offset, size, flags);
+}
+
+int GpuVm::unmap(const BufferObject *bo, uint64_t va) {
+  std::lock_guard lk(mu_);
+  auto it = maps_.find(canon(va));
+  if (it == maps_.end() || it->second.bo.get() != bo) return -ENOENT;
+  maps_.erase(it);
+  return 0;
+}
+
+void GpuVm::clear_locked(uint64_t va, uint64_t size) {
+  va = canon(va);
+  const uint64_t end = va + size;
+  auto it = maps_.upper_bound(va);
+  if (it != maps_.begin()) --it;
+  while (it != maps_.end() && it->first < end) {
+    const uint64_t s = it->first, e = s + it->second.size;
+    if (e <= va) {
+      ++it;
+      continue;
+    }
+    Mapping m = it->second;
+    it = maps_.erase(it);
+    // Keep what lies outside [va, end) (amdgpu_vm_bo_clear_mappings splits mappings).
+    if (s < va) maps_.emplace(s, Mapping{va - s, m.bo, m.offset, m.flags});
+    if (e > end) {
+      it = maps_.emplace(end, Mapping{e - end, m.bo, m.offset + (end - s), m.flags}).first;
+      ++it;
+    }
+  }
+}
+
+void GpuVm::clear(uint64_t va, uint64_t size) {
+  std::lock_guard lk(mu_);
+  clear_locked(va, size);
+}
+
+int GpuVm::replace(std::shared_ptr<BufferObject> bo, uint64_t va, uint64_t offset, uint64_t size,
+                   uint32_t flags) {
+  std::lock_guard lk(mu_);
+  clear_locked(va, size);
+  return insert_locked(std::move(bo), va, offset, size, flags);
+}
+
+void GpuVm::remove_bo(const BufferObject *bo) {
+  std::lock_guard lk(mu_);
+  for (auto it = maps_.begin(); it != maps_.end();)
+    it = it->second.bo.get() == bo ? maps_.erase(it) : std::next(it);
+}
+
+size_t GpuVm::mapping_count() const {
+  std::lock_guard lk(mu_);
+  return maps_.size();
+}
+
+bool GpuVm::covered_by_one_mapping(uint64_t va, uint64_t size) const {
+  std::lock_guard lk(mu_);
+  va = canon(va);
+  auto it = maps_.upper_bound(va);
+  if (it == maps_.begin()) return false;
+  --it;
+  return va >= it->first && va - it->first < it->second.size &&
+         it->second.size - (va - it->first) >= size;
+}
+
+bool GpuVm::resolve(uint64_t va, uint64_t len, VmAccess access, std::vector<VmPiece> &out,
+                    VmFault &fault, uint64_t injected_va, uint64_t injected_len) const {
+  out.clear();
+  if (len == 0) return true;
+  va = canon(va);
+  if (va + len < va || va + len > va::kVmSize) {
+    fault = make_fault(va::kVmSize - 1 < va ? va : va::kVmSize - 1, access, true);
+    return false;
+  }
+  if (injected_len) {
+    const uint64_t iva = canon(injected_va);
+    if (va < iva + injected_len && iva < va + len) {
+      fault = make_fault(std::max(va, iva), access, true);
+      return false;
+    }
+  }
+  const uint32_t need = required_flag(access);
+  std::lock_guard lk(mu_);
+  uint64_t at = va;
+  const uint64_t end = va + len;
+  auto it = maps_.upper_bound(at);
+  if (it != maps_.begin()) --it;
+  while (at < end) {
+    if (it == maps_.end() || it->first > at || it->first + it->second.size <= at) {
+      fault = make_fault(at, access, true);
+      return false;
+    }
+    const Mapping &m = it->second;
+    const bool prt = (m.flags & AMDGPU_VM_PAGE_PRT) != 0;
+    // A read-only userptr has no writeable PTE whatever GEM_VA asked for (amdgpu_ttm_tt_pte_flags).
+    const bool readonly_pages = m.bo && m.bo->backing()->gpu_readonly();
+    if (!prt && (!(m.flags & need) || (access == VmAccess::Write && readonly_pages))) {
+      fault = make_fault(at, access, false);
+      return false;
+    }
+    const uint64_t piece = std::min(end, it->first + m.size) - at;
+    out.push_back(VmPiece{prt ? nullptr : m.bo->backing(), m.offset + (at - it->first), piece});
+    at += piece;
+    ++it;
+  }
+  return true;
+}
+
+void GpuVm::record_fault(const VmFault &f) {
+  std::lock_guard lk(mu_);
+  fault_ = f;
+}
+
+VmFault GpuVm::last_fault() const {
+  std::lock_guard lk(mu_);
+  return fault_;
+}
+
+}  // namespace rvgl::emu

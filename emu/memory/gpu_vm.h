@@ -1,0 +1,80 @@
+// One file's GPU virtual address space: what GEM_VA mapped where, with which permissions, and the
+// last fault. Every GPU access of a job goes through resolve(); nothing reaches memory otherwise.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "memory/buffer_object.h"
+
+namespace rvgl::emu {
+
+// GCVM_L2_PROTECTION_FAULT_STATUS fields (gc_11_0_0_sh_mask.h): MORE_FAULTS bit 0, WALKER_ERROR
+// 3:1, PERMISSION_FAULTS 7:4, MAPPING_ERROR 8, CID 15:9, RW 18, VMID 23:20.
+namespace fault_status {
+inline constexpr uint32_t kPermissionShift = 4;
+inline constexpr uint32_t kPermRead = 1u << 1, kPermWrite = 1u << 2, kPermExecute = 1u << 3;
+inline constexpr uint32_t kMappingError = 1u << 8;
+inline constexpr uint32_t kRwWrite = 1u << 18;
+inline constexpr uint32_t kVmidShift = 20;
+}  // namespace fault_status
+
+struct VmFault {
+  uint64_t addr = 0;  // page address, as the hardware reports it
+  uint32_t status = 0;
+  uint32_t vmhub = 0;
+};
+
+enum class VmAccess { Read, Write, Execute };
+
+struct VmPiece {
+  std::shared_ptr<Backing> backing;  // null for a PRT range (reads zero, writes vanish)
+  uint64_t offset;
+  uint64_t len;
+};
+
+class GpuVm {
+ public:
+  // GEM_VA operations on page-aligned, validated arguments; return 0 or -errno as the kernel does.
+  int map(std::shared_ptr<BufferObject> bo, uint64_t va, uint64_t offset, uint64_t size,
+          uint32_t flags);
+  int unmap(const BufferObject *bo, uint64_t va);
+  void clear(uint64_t va, uint64_t size);
+  int replace(std::shared_ptr<BufferObject> bo, uint64_t va, uint64_t offset, uint64_t size,
+              uint32_t flags);
+  // Drops every mapping of `bo` (its last handle in this file closed).
+  void remove_bo(const BufferObject *bo);
+  size_t mapping_count() const;
+  // Whether [va, va+size) lies inside one mapping (the user-queue checks).
+  bool covered_by_one_mapping(uint64_t va, uint64_t size) const;
+
+  // Resolves an access; false with `fault` filled when any byte is unmapped or not permitted.
+  // `injected` is a VA range the configuration declares faulting.
+  bool resolve(uint64_t va, uint64_t len, VmAccess access, std::vector<VmPiece> &out,
+               VmFault &fault, uint64_t injected_va = 0, uint64_t injected_len = 0) const;
+
+  void record_fault(const VmFault &f);
+  VmFault last_fault() const;
+
+  std::mutex &fork_lock() { return mu_; }
+
+ private:
+  struct Mapping {
+    uint64_t size;
+    std::shared_ptr<BufferObject> bo;
+    uint64_t offset;
+    uint32_t flags;
+  };
+  int insert_locked(std::shared_ptr<BufferObject> bo, uint64_t va, uint64_t offset, uint64_t size,
+                    uint32_t flags);
+  void clear_locked(uint64_t va, uint64_t size);
+
+  mutable std::mutex mu_;
+  std::map<uint64_t, Mapping> maps_;  // by start VA (48-bit)
+  VmFault fault_;
+};
+
+}  // namespace rvgl::emu

@@ -1,0 +1,79 @@
+/*
+ * The emulated amdgpu kernel's test interface. In-process users (tests, fuzzers, benchmarks linking
+ * rvgl_emu_dep) call these directly; a process with librvgl_emu.so preloaded can find them with
+ * dlsym(RTLD_DEFAULT, ...). Other processes read the counters file (rvgl_emu_write_counters_file).
+ * See emu/README.md.
+ */
+#ifndef RVGL_EMU_H
+#define RVGL_EMU_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define RVGL_EMU_API_VERSION 1
+
+/* Process-wide counters. Fields are only ever appended; pass sizeof() so an older caller works. */
+struct rvgl_emu_counters {
+  uint64_t bos_alive;      /* GEM objects alive (all files, all devices) */
+  uint64_t bos_created;    /* GEM objects ever created (incl. userptr and imports) */
+  uint64_t userptr_alive;  /* userptr objects alive */
+  uint64_t bytes_copied;   /* bytes moved by copy packets (SDMA COPY_LINEAR, PM4 DMA_DATA) */
+  uint64_t bytes_written;  /* bytes written by fills and data writes */
+  uint64_t jobs_submitted; /* CS ioctls accepted */
+  uint64_t jobs_completed; /* jobs (and user-queue batches) that finished without error */
+  uint64_t jobs_failed;    /* jobs that faulted, hung, were cancelled or hit a bad packet */
+  uint64_t vm_faults;      /* GPU VM faults */
+  uint64_t gpu_resets;     /* injected GPU resets (hang or reset knobs) */
+  uint64_t udmabufs_alive; /* udmabufs whose pages are still held */
+  uint64_t udmabufs_created;
+  uint64_t device_files_open; /* open render/primary node file descriptions */
+  uint64_t contexts_alive;
+  uint64_t syncobjs_alive;
+  uint64_t userqs_alive;
+  uint64_t userq_dwords;      /* dwords executed from user-queue rings */
+  uint64_t ioctls;            /* ioctls handled by the emulator */
+  uint64_t injected_failures; /* calls failed by RVGL_EMU_FAIL */
+  uint64_t spm_bytes;         /* SPM sample bytes delivered to destination buffers */
+  uint64_t dmabuf_exports;
+  uint64_t dmabuf_imports;
+};
+
+/* What one open file description of a node holds (the fd must be an emulated device fd). */
+struct rvgl_emu_file_counters {
+  uint64_t bo_handles;
+  uint64_t vm_mappings;
+  uint64_t contexts;
+  uint64_t syncobjs;
+  uint64_t bo_lists;
+  uint64_t userqs;
+  uint64_t jobs_submitted;
+  uint64_t device_index; /* 0 for renderD128 */
+};
+
+/* 1 once the emulator is linked in (always, for callers that can call this). */
+int rvgl_emu_active(void);
+/* Fills up to `size` bytes of *out. Returns 0. */
+int rvgl_emu_get_counters(struct rvgl_emu_counters *out, size_t size);
+/* Returns 0, or -EBADF when fd is not an emulated device fd. */
+int rvgl_emu_get_file_counters(int fd, struct rvgl_emu_file_counters *out, size_t size);
+/* Sets a knob by its environment name (RVGL_EMU_FAIL, RVGL_EMU_JOB_LATENCY_US, ...). Returns 0,
+ * -EINVAL for a bad value, -ENOENT for an unknown name, -EBUSY for a structural knob
+ * (PROFILE, DEVICES, XCCS, VRAM_MB, GTT_MB, DRM_MINOR, STATE_DIR) while any emulated fd is open. */
+int rvgl_emu_set_knob(const char *name, const char *value);
+/* Drops RVGL_EMU_FAIL rules and call counts, and the hang/reset/fault-VA knobs. */
+void rvgl_emu_reset_fault_injection(void);
+/* Writes the counters to <state dir>/counters-<pid>.txt ("name value" lines, written atomically)
+ * and copies that path into path_out if given. Returns 0 or -errno. */
+int rvgl_emu_write_counters_file(char *path_out, size_t path_size);
+/* The state directory in use (lock files, the fake tree, counters files). */
+const char *rvgl_emu_state_dir(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* RVGL_EMU_H */

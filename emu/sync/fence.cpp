@@ -1,0 +1,92 @@
+#include "sync/fence.h"
+
+#include <atomic>
+
+namespace rvgl::emu {
+
+std::mutex &FenceDomain::mutex() {
+  static std::mutex *m = new std::mutex;  // never destroyed: workers may run during exit()
+  return *m;
+}
+
+std::condition_variable &FenceDomain::cv() {
+  static std::condition_variable *c = new std::condition_variable;
+  return *c;
+}
+
+std::shared_ptr<Fence> Fence::create() {
+  return std::make_shared<Fence>();
+}
+
+std::shared_ptr<Fence> Fence::signaled(int error) {
+  auto f = std::make_shared<Fence>();
+  f->signaled_ = true;
+  f->error_ = error;
+  return f;
+}
+
+std::shared_ptr<Fence> Fence::all_of(const std::vector<std::shared_ptr<Fence>> &fences) {
+  if (fences.empty()) return signaled();
+  if (fences.size() == 1) return fences.front();
+  auto out = create();
+  struct State {
+    std::atomic<size_t> left;
+    std::atomic<int> error{0};
+  };
+  auto st = std::make_shared<State>();
+  st->left = fences.size();
+  for (const auto &f : fences) {
+    std::weak_ptr<Fence> wf = f;
+    f->on_signal([st, out, wf] {
+      if (auto src = wf.lock()) {
+        const int e = src->error();
+        int expected = 0;
+        if (e) st->error.compare_exchange_strong(expected, e);
+      }
+      if (st->left.fetch_sub(1) == 1) out->signal(st->error.load());
+    });
+  }
+  return out;
+}
+
+void Fence::signal(int error) {
+  std::vector<std::function<void()>> cbs;
+  {
+    std::lock_guard lk(FenceDomain::mutex());
+    if (signaled_) return;
+    signaled_ = true;
+    error_ = error;
+    cbs.swap(callbacks_);
+  }
+  FenceDomain::notify();
+  for (auto &cb : cbs)
+    cb();
+}
+
+bool Fence::is_signaled() const {
+  std::lock_guard lk(FenceDomain::mutex());
+  return signaled_;
+}
+
+int Fence::error() const {
+  std::lock_guard lk(FenceDomain::mutex());
+  return error_;
+}
+
+void Fence::on_signal(std::function<void()> cb) {
+  {
+    std::lock_guard lk(FenceDomain::mutex());
+    if (!signaled_) {
+      callbacks_.push_back(std::move(cb));
+      return;
+    }
+  }
+  cb();
+}
+
+bool Fence::wait(Deadline d) const {
+  std::unique_lock lk(FenceDomain::mutex());
+  return FenceDomain::wait_until(lk, d, [this] { return signaled_; });
+}
+
+}  // namespace rvgl::emu

@@ -1,0 +1,90 @@
+#include "sync/syncobj.h"
+
+#include <algorithm>
+
+#include "core/counters.h"
+
+namespace rvgl::emu {
+
+Syncobj::Syncobj() {
+  counters().syncobjs_alive.fetch_add(1, std::memory_order_relaxed);
+}
+Syncobj::~Syncobj() {
+  counters().syncobjs_alive.fetch_sub(1, std::memory_order_relaxed);
+}
+
+void Syncobj::replace_locked(std::shared_ptr<Fence> fence) {
+  points_.clear();
+  signaled_floor_ = 0;
+  if (fence) points_.push_back({0, std::move(fence)});
+  FenceDomain::notify();
+}
+
+void Syncobj::add_point_locked(uint64_t point, std::shared_ptr<Fence> fence) {
+  // The new node chains onto whatever fence the syncobj held (drm_syncobj_add_point).
+  points_.push_back({point, std::move(fence)});
+  FenceDomain::notify();
+}
+
+bool Syncobj::available_locked(uint64_t point) const {
+  if (point == 0) return !points_.empty() || signaled_floor_ > 0;
+  if (point <= signaled_floor_) return true;
+  for (auto it = points_.rbegin(); it != points_.rend(); ++it)
+    if (it->value >= point) return true;
+  return false;
+}
+
+std::vector<std::shared_ptr<Fence>> Syncobj::fences_for_locked(uint64_t point) const {
+  std::vector<std::shared_ptr<Fence>> out;
+  if (point == 0) {
+    for (const auto &p : points_)
+      out.push_back(p.fence);
+    return out;
+  }
+  if (point <= signaled_floor_) return out;
+  // dma_fence_chain_find_seqno: the first node at or above `point`; a chain node signals once
+  // it and every node before it have.
+  for (const auto &p : points_) {
+    out.push_back(p.fence);
+    if (p.value >= point) return out;
+  }
+  out.clear();
+  return out;
+}
+
+bool Syncobj::signaled_locked(uint64_t point) const {
+  if (!available_locked(point)) return false;
+  for (const auto &f : fences_for_locked(point))
+    if (!f->is_signaled_locked()) return false;
+  return true;
+}
+
+void Syncobj::prune_locked() {
+  size_t n = 0;
+  while (n < points_.size() && points_[n].fence->is_signaled_locked()) {
+    signaled_floor_ = std::max(signaled_floor_, points_[n].value);
+    ++n;
+  }
+  // Keep the newest node so "last submitted" and exports still see the chain head.
+  if (n == points_.size() && n > 0) --n;
+  points_.erase(points_.begin(), points_.begin() + static_cast<long>(n));
+}
+
+uint64_t Syncobj::query_locked(bool last_submitted) {
+  prune_locked();
+  if (last_submitted) {
+    uint64_t v = signaled_floor_;
+    for (const auto &p : points_)
+      v = std::max(v, p.value);
+    return v;
+  }
+  uint64_t v = signaled_floor_;
+  for (const auto &p : points_) {
+    if (p.value == 0) continue;
+    if (!p.fence->is_signaled_locked()) break;
+    v = std::max(v, p.value);
+  }
+  return v;
+}
+
+}  // namespace rvgl::emu

@@ -1,0 +1,42 @@
+// A DRM sync object: binary (one fence) or a timeline of (point, fence) pairs, as
+// drivers/gpu/drm/drm_syncobj.c keeps them. Guarded by FenceDomain::mutex().
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "sync/fence.h"
+
+namespace rvgl::emu {
+
+class Syncobj {
+ public:
+  Syncobj();
+  ~Syncobj();
+
+  // All below: FenceDomain::mutex() held.
+  // Binary replace (SIGNAL, RESET with null, CS out-syncobj, sync-file import, transfer to 0).
+  void replace_locked(std::shared_ptr<Fence> fence);
+  // Timeline point (TIMELINE_SIGNAL, CS timeline signal, transfer to a point).
+  void add_point_locked(uint64_t point, std::shared_ptr<Fence> fence);
+  // Whether a fence for `point` exists yet (0: the syncobj has any fence).
+  bool available_locked(uint64_t point) const;
+  // The fences a wait on `point` must see signaled (empty: already satisfied).
+  std::vector<std::shared_ptr<Fence>> fences_for_locked(uint64_t point) const;
+  bool signaled_locked(uint64_t point) const;
+  // DRM_IOCTL_SYNCOBJ_QUERY: the last signaled point, or with last_submitted the last point added.
+  uint64_t query_locked(bool last_submitted);
+
+ private:
+  struct Point {
+    uint64_t value;  // 0 for a binary fence
+    std::shared_ptr<Fence> fence;
+  };
+  void prune_locked();
+
+  std::vector<Point> points_;
+  uint64_t signaled_floor_ = 0;  // points at or below it were pruned after signaling
+};
+
+}  // namespace rvgl::emu
