@@ -2,6 +2,7 @@
 // a UserQueue that watches the write pointer.
 #include <amdgpu_drm.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -17,6 +18,13 @@ namespace rvgl::emu {
 namespace {
 
 constexpr uint64_t kInvalidOffset = ~0ull;  // AMDGPU_BO_INVALID_OFFSET
+
+// amdgpu_userq_input_va_validate(): works in GPU pages, from the page holding `va`, for
+// expected_size >> PAGE_SHIFT pages (at least one).
+bool va_valid(const GpuVm &vm, uint64_t va, uint64_t size) {
+  const uint64_t pages = std::max<uint64_t>(1, size / va::kGpuPageSize);
+  return vm.covered_by_one_mapping(va & ~(va::kGpuPageSize - 1), pages * va::kGpuPageSize);
+}
 
 int check_args(const rvgl_drm_amdgpu_userq_in &in) {
   switch (in.op) {
@@ -44,9 +52,7 @@ int check_args(const rvgl_drm_amdgpu_userq_in &in) {
 // The IP-specific MQD: its size must match exactly and its addresses must be mapped.
 int check_mqd(DeviceFile &f, const rvgl_drm_amdgpu_userq_in &in) {
   const UserqAreas &areas = f.device.profile().userq_areas;
-  auto mapped = [&](uint64_t va, uint64_t size) {
-    return f.vm->covered_by_one_mapping(va, std::max<uint64_t>(size, 1));
-  };
+  auto mapped = [&](uint64_t va, uint64_t size) { return va_valid(*f.vm, va, size); };
   switch (in.ip_type) {
     case AMDGPU_HW_IP_COMPUTE: {
       rvgl_drm_amdgpu_userq_mqd_compute_gfx11 m;
@@ -82,9 +88,9 @@ int create(DeviceFile &f, rvgl_drm_amdgpu_userq &args) {
   if (!blk || !blk->userq_slots) return -EINVAL;
   if (in.queue_size % 4) return -EINVAL;
   // amdgpu_userq_input_va_validate(): the ring and both pointers inside existing mappings.
-  if (!f.vm->covered_by_one_mapping(in.queue_va, in.queue_size) ||
-      !f.vm->covered_by_one_mapping(in.rptr_va, va::kGpuPageSize) ||
-      !f.vm->covered_by_one_mapping(in.wptr_va, va::kGpuPageSize))
+  if (!va_valid(*f.vm, in.queue_va, in.queue_size) ||
+      !va_valid(*f.vm, in.rptr_va, va::kGpuPageSize) ||
+      !va_valid(*f.vm, in.wptr_va, va::kGpuPageSize))
     return -EINVAL;
   auto doorbell = f.bo(in.doorbell_handle);
   if (!doorbell || doorbell->current_domain() != RVGL_AMDGPU_GEM_DOMAIN_DOORBELL) return -EINVAL;

@@ -25,6 +25,10 @@ inline Deadline never() {
 inline Deadline deadline_from_abs_ns(int64_t abs_ns) {
   const int64_t now = static_cast<int64_t>(monotonic_ns());
   if (abs_ns <= now) return SteadyClock::now();
+  // Callers pass INT64_MAX for "forever"; anything beyond a year is that too (and would overflow
+  // the time_point arithmetic).
+  constexpr int64_t kYearNs = 365ll * 24 * 3600 * 1000000000ll;
+  if (abs_ns - now > kYearNs) return never();
   return SteadyClock::now() + std::chrono::nanoseconds(abs_ns - now);
 }
 

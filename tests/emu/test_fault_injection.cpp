@@ -1,0 +1,146 @@
+// Acceptance: each fault-injection knob drives the error it names.
+#include <catch2/catch.hpp>
+
+#include "emu_test_support.h"
+
+using namespace rvgl::emu_test;
+
+namespace {
+
+struct Ring {
+  Fd fd = open_render();
+  GpuBuffer buf;
+  uint32_t ctx = 0;
+  Ring() {
+    REQUIRE(fd.get() >= 0);
+    REQUIRE(buf.create(fd.get(), 64 * 1024, 0x900000) == 0);
+    REQUIRE(ctx_create(fd.get(), &ctx) == 0);
+  }
+  int fence_job(uint32_t ctx_id, uint32_t value, uint64_t *seq) {
+    std::vector<uint32_t> ib;
+    sdma::fence(ib, buf.va + 4096, value);
+    // Each job gets its own IB: a queued job reads its IB when it runs, not when submitted.
+    return submit(fd.get(), ctx_id, AMDGPU_HW_IP_DMA, 0, place_ib(buf, 64 * value, ib),
+                  ib.size() * 4, seq);
+  }
+};
+
+}  // namespace
+
+TEST_CASE("RVGL_EMU_FAIL fails the Nth call of a named ioctl with the errno given",
+          "[fault-injection][acceptance]") {
+  Fd fd = open_render();
+  REQUIRE(fd.get() >= 0);
+  uint32_t h = 0;
+  SECTION("GEM_CREATE:2:ENOMEM") {
+    Knob k("RVGL_EMU_FAIL", "GEM_CREATE:2:ENOMEM", "");
+    REQUIRE(k.rc() == 0);
+    CHECK(gem_create(fd.get(), 4096, AMDGPU_GEM_DOMAIN_GTT, 0, &h) == 0);
+    CHECK(gem_create(fd.get(), 4096, AMDGPU_GEM_DOMAIN_GTT, 0, &h) == -ENOMEM);
+    CHECK(gem_create(fd.get(), 4096, AMDGPU_GEM_DOMAIN_GTT, 0, &h) == 0);
+  }
+  SECTION("N+ keeps failing, and several rules combine") {
+    Knob k("RVGL_EMU_FAIL", "CTX:1+:EBUSY,INFO:1:EIO", "");
+    REQUIRE(k.rc() == 0);
+    uint32_t ctx;
+    CHECK(ctx_create(fd.get(), &ctx) == -EBUSY);
+    CHECK(ctx_create(fd.get(), &ctx) == -EBUSY);
+    uint32_t v;
+    CHECK(query_info(fd.get(), AMDGPU_INFO_ACCEL_WORKING, &v, 4) == -EIO);
+    CHECK(query_info(fd.get(), AMDGPU_INFO_ACCEL_WORKING, &v, 4) == 0);
+  }
+  SECTION("OPEN and MMAP name the open of a node and the mmap of a device fd") {
+    Knob k("RVGL_EMU_FAIL", "OPEN:1:ENOENT,MMAP:1:ENOMEM", "");
+    errno = 0;
+    CHECK(open("/dev/dri/renderD128", O_RDWR) == -1);
+    CHECK(errno == ENOENT);
+    Fd again = open_render();
+    CHECK(again.get() >= 0);
+    REQUIRE(gem_create(fd.get(), 4096, AMDGPU_GEM_DOMAIN_GTT, 0, &h) == 0);
+    errno = 0;
+    CHECK(gem_cpu_map(fd.get(), h, 4096) == nullptr);
+    CHECK(errno == ENOMEM);
+    void *p = gem_cpu_map(fd.get(), h, 4096);
+    CHECK(p != nullptr);
+    munmap(p, 4096);
+  }
+  SECTION("an unknown errno or a malformed rule is refused") {
+    CHECK(rvgl_emu_set_knob("RVGL_EMU_FAIL", "GEM_CREATE:0:ENOMEM") == -EINVAL);
+    CHECK(rvgl_emu_set_knob("RVGL_EMU_FAIL", "GEM_CREATE:1:EWHAT") == -EINVAL);
+    CHECK(rvgl_emu_set_knob("RVGL_EMU_NO_SUCH_KNOB", "1") == -ENOENT);
+  }
+  rvgl_emu_reset_fault_injection();
+  CHECK(gem_create(fd.get(), 4096, AMDGPU_GEM_DOMAIN_GTT, 0, &h) == 0);
+}
+
+TEST_CASE("RVGL_EMU_HANG_JOB hangs a context's Nth job until the lockup timeout",
+          "[fault-injection][acceptance]") {
+  Knob lockup("RVGL_EMU_LOCKUP_TIMEOUT_MS", "150", "2000");
+  Knob hang("RVGL_EMU_HANG_JOB", "2", "0");
+  Ring r;
+  uint32_t bystander = 0;
+  REQUIRE(ctx_create(r.fd.get(), &bystander) == 0);
+  const auto before = counters();
+  uint64_t s1, s2;
+  REQUIRE(r.fence_job(r.ctx, 1, &s1) == 0);
+  REQUIRE(r.fence_job(r.ctx, 2, &s2) == 0);
+  CHECK(wait_cs(r.fd.get(), r.ctx, AMDGPU_HW_IP_DMA, 0, s1, abs_timeout_ms(5000)) == 0);
+  CHECK(wait_cs(r.fd.get(), r.ctx, AMDGPU_HW_IP_DMA, 0, s2, abs_timeout_ms(30)) == 1);  // stuck
+  const uint64_t t0 = now_ns();
+  CHECK(wait_cs(r.fd.get(), r.ctx, AMDGPU_HW_IP_DMA, 0, s2, abs_timeout_ms(5000)) == -ETIME);
+  CHECK(now_ns() - t0 < 4000000000ull);
+  CHECK(r.buf.u32()[1024] == 1);
+  CHECK(ctx_state2(r.fd.get(), r.ctx) ==
+        (AMDGPU_CTX_QUERY2_FLAGS_GUILTY | AMDGPU_CTX_QUERY2_FLAGS_RESET));
+  // The reset that cleared the hang is seen by every context, innocent ones included.
+  CHECK(ctx_state2(r.fd.get(), bystander) == AMDGPU_CTX_QUERY2_FLAGS_RESET);
+  CHECK(counters().gpu_resets == before.gpu_resets + 1);
+}
+
+TEST_CASE("RVGL_EMU_RESET_JOB loses a job to an innocent reset, VRAM too if asked",
+          "[fault-injection][acceptance]") {
+  Knob reset("RVGL_EMU_RESET_JOB", "1", "0");
+  Knob lost("RVGL_EMU_RESET_VRAM_LOST", "1", "0");
+  Ring r;
+  uint32_t lost_counter_before = 0, lost_counter_after = 0;
+  REQUIRE(query_info(r.fd.get(), AMDGPU_INFO_VRAM_LOST_COUNTER, &lost_counter_before, 4) == 0);
+  uint64_t seq;
+  REQUIRE(r.fence_job(r.ctx, 5, &seq) == 0);
+  CHECK(wait_cs(r.fd.get(), r.ctx, AMDGPU_HW_IP_DMA, 0, seq, abs_timeout_ms(5000)) == -ECANCELED);
+  CHECK(ctx_state2(r.fd.get(), r.ctx) ==
+        (AMDGPU_CTX_QUERY2_FLAGS_RESET | AMDGPU_CTX_QUERY2_FLAGS_VRAMLOST));
+  REQUIRE(query_info(r.fd.get(), AMDGPU_INFO_VRAM_LOST_COUNTER, &lost_counter_after, 4) == 0);
+  CHECK(lost_counter_after == lost_counter_before + 1);
+  // A context from before the loss submits nothing more; a new one does.
+  CHECK(r.fence_job(r.ctx, 6, &seq) == -ECANCELED);
+  uint32_t fresh = 0;
+  REQUIRE(ctx_create(r.fd.get(), &fresh) == 0);
+  rvgl_emu_set_knob("RVGL_EMU_RESET_JOB", "0");
+  REQUIRE(r.fence_job(fresh, 7, &seq) == 0);
+  CHECK(wait_cs(r.fd.get(), fresh, AMDGPU_HW_IP_DMA, 0, seq, abs_timeout_ms(5000)) == 0);
+  CHECK(r.buf.u32()[1024] == 7);
+}
+
+TEST_CASE("RVGL_EMU_FAULT_VA makes a mapped address fault", "[fault-injection][acceptance]") {
+  Ring r;
+  const std::string va = std::to_string(r.buf.va + 8192);
+  Knob k("RVGL_EMU_FAULT_VA", va, "");
+  std::vector<uint32_t> ib;
+  sdma::fence(ib, r.buf.va + 8192 + 16, 1);
+  uint64_t seq;
+  REQUIRE(submit(r.fd.get(), r.ctx, AMDGPU_HW_IP_DMA, 0, place_ib(r.buf, 0, ib), ib.size() * 4,
+                 &seq) == 0);
+  CHECK(wait_cs(r.fd.get(), r.ctx, AMDGPU_HW_IP_DMA, 0, seq, abs_timeout_ms(5000)) == -ETIME);
+  CHECK(vm_fault(r.fd.get()).addr == r.buf.va + 8192);
+}
+
+TEST_CASE("RVGL_EMU_JOB_LATENCY_US delays every job", "[fault-injection]") {
+  Knob k("RVGL_EMU_JOB_LATENCY_US", "50000", "0");
+  Ring r;
+  uint64_t seq;
+  const uint64_t t0 = now_ns();
+  REQUIRE(r.fence_job(r.ctx, 1, &seq) == 0);
+  CHECK(wait_cs(r.fd.get(), r.ctx, AMDGPU_HW_IP_DMA, 0, seq, 0) == 1);  // not done at once
+  CHECK(wait_cs(r.fd.get(), r.ctx, AMDGPU_HW_IP_DMA, 0, seq, abs_timeout_ms(5000)) == 0);
+  CHECK(now_ns() - t0 >= 50000000ull);
+}

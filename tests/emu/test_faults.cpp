@@ -1,0 +1,166 @@
+// Acceptance: a copy from an unmapped VA fails its job, marks the context guilty and is reported
+// through the VM fault query; a write into a read-only userptr faults.
+#include <catch2/catch.hpp>
+
+#include "emu_test_support.h"
+
+using namespace rvgl::emu_test;
+
+TEST_CASE("an access to an unmapped VA is a VM fault that blames the context",
+          "[faults][acceptance]") {
+  Fd fd = open_render();
+  REQUIRE(fd.get() >= 0);
+  GpuBuffer buf;
+  REQUIRE(buf.create(fd.get(), 64 * 1024, 0x1000000) == 0);
+  uint32_t ctx = 0, other = 0;
+  REQUIRE(ctx_create(fd.get(), &ctx) == 0);
+  REQUIRE(ctx_create(fd.get(), &other) == 0);
+  const auto before = counters();
+
+  constexpr uint64_t kUnmapped = 0x7654321000ull + 0x40;
+  std::vector<uint32_t> ib;
+  sdma::copy_linear(ib, buf.va + 4096, kUnmapped, 4096);
+  sdma::fence(ib, buf.va + 64, 0xabcd);  // never reached
+  uint64_t seq = 0;
+  REQUIRE(submit(fd.get(), ctx, AMDGPU_HW_IP_DMA, 0, place_ib(buf, 0, ib), ib.size() * 4, &seq) ==
+          0);
+  CHECK(wait_cs(fd.get(), ctx, AMDGPU_HW_IP_DMA, 0, seq, abs_timeout_ms(5000)) == -ETIME);
+  CHECK(buf.u32()[16] == 0);
+
+  const uint64_t flags = ctx_state2(fd.get(), ctx);
+  CHECK((flags & AMDGPU_CTX_QUERY2_FLAGS_GUILTY) != 0);
+  CHECK((flags & AMDGPU_CTX_QUERY2_FLAGS_RESET) != 0);
+  const auto f = vm_fault(fd.get());
+  CHECK(f.addr == (kUnmapped & ~0xfffull));
+  CHECK((f.status & (1u << 8)) != 0);   // MAPPING_ERROR
+  CHECK((f.status & (1u << 18)) == 0);  // a read
+  CHECK(counters().vm_faults == before.vm_faults + 1);
+  CHECK(counters().jobs_failed == before.jobs_failed + 1);
+
+  // A guilty context takes no more work; another context of the same file is unaffected.
+  CHECK(submit(fd.get(), ctx, AMDGPU_HW_IP_DMA, 0, buf.va, 4, &seq) == -ECANCELED);
+  CHECK(ctx_state2(fd.get(), other) == 0);
+  std::vector<uint32_t> ok;
+  sdma::fence(ok, buf.va + 64, 0x600d);
+  REQUIRE(submit(fd.get(), other, AMDGPU_HW_IP_DMA, 0, place_ib(buf, 1024, ok), ok.size() * 4,
+                 &seq) == 0);
+  CHECK(wait_cs(fd.get(), other, AMDGPU_HW_IP_DMA, 0, seq, abs_timeout_ms(5000)) == 0);
+  CHECK(buf.u32()[16] == 0x600d);
+}
+
+TEST_CASE("permissions of a mapping and of a read-only userptr are enforced",
+          "[faults][acceptance]") {
+  Fd fd = open_render();
+  REQUIRE(fd.get() >= 0);
+  GpuBuffer ibbuf;
+  REQUIRE(ibbuf.create(fd.get(), 16 * 1024, 0x2000000) == 0);
+  uint32_t ctx = 0;
+  REQUIRE(ctx_create(fd.get(), &ctx) == 0);
+
+  void *mem = nullptr;
+  REQUIRE(posix_memalign(&mem, 4096, 8192) == 0);
+  std::memset(mem, 0x5a, 8192);
+
+  SECTION("a write into a read-only userptr faults and leaves the pages alone") {
+    uint32_t h = 0;
+    REQUIRE(gem_userptr(fd.get(), mem, 8192,
+                        AMDGPU_GEM_USERPTR_READONLY | AMDGPU_GEM_USERPTR_ANONONLY |
+                            AMDGPU_GEM_USERPTR_VALIDATE | AMDGPU_GEM_USERPTR_REGISTER,
+                        &h) == 0);
+    constexpr uint64_t kVa = 0x3000000;
+    REQUIRE(gem_va(fd.get(), AMDGPU_VA_OP_MAP, h, kVa, 0, 8192) == 0);
+    std::vector<uint32_t> ib;
+    sdma::const_fill(ib, kVa + 4096, 0, 64);
+    uint64_t seq = 0;
+    REQUIRE(submit(fd.get(), ctx, AMDGPU_HW_IP_DMA, 0, place_ib(ibbuf, 0, ib), ib.size() * 4,
+                   &seq) == 0);
+    CHECK(wait_cs(fd.get(), ctx, AMDGPU_HW_IP_DMA, 0, seq, abs_timeout_ms(5000)) == -ETIME);
+    const auto f = vm_fault(fd.get());
+    CHECK(f.addr == kVa + 4096);
+    CHECK((f.status & (1u << 18)) != 0);  // a write
+    CHECK((f.status & (1u << 8)) == 0);   // the page is mapped: a permission fault
+    CHECK(static_cast<uint8_t *>(mem)[4096] == 0x5a);
+    CHECK((ctx_state2(fd.get(), ctx) & AMDGPU_CTX_QUERY2_FLAGS_GUILTY) != 0);
+    gem_close(fd.get(), h);
+  }
+
+  SECTION("reading a read-only userptr works, zero copy") {
+    uint32_t h = 0;
+    REQUIRE(gem_userptr(fd.get(), mem, 8192, AMDGPU_GEM_USERPTR_READONLY, &h) == 0);
+    REQUIRE(gem_va(fd.get(), AMDGPU_VA_OP_MAP, h, 0x3000000, 0, 8192) == 0);
+    static_cast<uint32_t *>(mem)[5] = 0x11223344;  // written after registration: same pages
+    std::vector<uint32_t> ib;
+    sdma::copy_linear(ib, ibbuf.va + 8192, 0x3000000 + 20, 4);
+    uint64_t seq = 0;
+    REQUIRE(submit(fd.get(), ctx, AMDGPU_HW_IP_DMA, 0, place_ib(ibbuf, 0, ib), ib.size() * 4,
+                   &seq) == 0);
+    CHECK(wait_cs(fd.get(), ctx, AMDGPU_HW_IP_DMA, 0, seq, abs_timeout_ms(5000)) == 0);
+    CHECK(ibbuf.u32()[2048] == 0x11223344);
+    gem_close(fd.get(), h);
+  }
+
+  SECTION("a mapping without WRITEABLE refuses writes; without READABLE, reads") {
+    uint32_t h = 0;
+    REQUIRE(gem_create(fd.get(), 8192, AMDGPU_GEM_DOMAIN_GTT, 0, &h) == 0);
+    REQUIRE(gem_va(fd.get(), AMDGPU_VA_OP_MAP, h, 0x4000000, 0, 4096, AMDGPU_VM_PAGE_READABLE) ==
+            0);
+    REQUIRE(gem_va(fd.get(), AMDGPU_VA_OP_MAP, h, 0x4001000, 4096, 4096,
+                   AMDGPU_VM_PAGE_WRITEABLE) == 0);
+    std::vector<uint32_t> ib;
+    sdma::fence(ib, 0x4000000, 1);
+    uint64_t seq = 0;
+    REQUIRE(submit(fd.get(), ctx, AMDGPU_HW_IP_DMA, 0, place_ib(ibbuf, 0, ib), ib.size() * 4,
+                   &seq) == 0);
+    CHECK(wait_cs(fd.get(), ctx, AMDGPU_HW_IP_DMA, 0, seq, abs_timeout_ms(5000)) == -ETIME);
+    CHECK(vm_fault(fd.get()).addr == 0x4000000);
+    uint32_t ctx2 = 0;
+    REQUIRE(ctx_create(fd.get(), &ctx2) == 0);
+    ib.clear();
+    sdma::copy_linear(ib, ibbuf.va + 8192, 0x4001000, 4);
+    REQUIRE(submit(fd.get(), ctx2, AMDGPU_HW_IP_DMA, 0, place_ib(ibbuf, 0, ib), ib.size() * 4,
+                   &seq) == 0);
+    CHECK(wait_cs(fd.get(), ctx2, AMDGPU_HW_IP_DMA, 0, seq, abs_timeout_ms(5000)) == -ETIME);
+    CHECK(vm_fault(fd.get()).addr == 0x4001000);
+    gem_close(fd.get(), h);
+  }
+
+  SECTION("an unknown packet fails the job instead of being skipped") {
+    std::vector<uint32_t> ib{0x000000ffu};  // SDMA opcode 255
+    uint64_t seq = 0;
+    REQUIRE(submit(fd.get(), ctx, AMDGPU_HW_IP_DMA, 0, place_ib(ibbuf, 0, ib), 4, &seq) == 0);
+    CHECK(wait_cs(fd.get(), ctx, AMDGPU_HW_IP_DMA, 0, seq, abs_timeout_ms(5000)) == -ETIME);
+    uint32_t ctx2 = 0;
+    REQUIRE(ctx_create(fd.get(), &ctx2) == 0);
+    std::vector<uint32_t> pm4ib{pm4::packet3(0xee, 1), 0};  // PM4 opcode 0xee
+    REQUIRE(submit(fd.get(), ctx2, AMDGPU_HW_IP_COMPUTE, 0, place_ib(ibbuf, 0, pm4ib), 8, &seq) ==
+            0);
+    CHECK(wait_cs(fd.get(), ctx2, AMDGPU_HW_IP_COMPUTE, 0, seq, abs_timeout_ms(5000)) == -ETIME);
+  }
+
+  SECTION("ANONONLY refuses file-backed pages, VALIDATE refuses unmapped ones") {
+    char path[] = "/tmp/rvgl-emu-test-XXXXXX";
+    const int tmp = mkstemp(path);
+    REQUIRE(tmp >= 0);
+    unlink(path);
+    REQUIRE(ftruncate(tmp, 8192) == 0);
+    void *file_pages = mmap(nullptr, 8192, PROT_READ | PROT_WRITE, MAP_SHARED, tmp, 0);
+    REQUIRE(file_pages != MAP_FAILED);
+    uint32_t h = 0;
+    const uint32_t flags =
+        AMDGPU_GEM_USERPTR_ANONONLY | AMDGPU_GEM_USERPTR_VALIDATE | AMDGPU_GEM_USERPTR_REGISTER;
+    CHECK(gem_userptr(fd.get(), file_pages, 8192, flags, &h) == -EPERM);
+    CHECK(gem_userptr(fd.get(), file_pages, 8192, flags & ~AMDGPU_GEM_USERPTR_ANONONLY, &h) == 0);
+    gem_close(fd.get(), h);
+    munmap(file_pages, 8192);
+    close(tmp);
+    void *hole =
+        mmap(nullptr, 3 * 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    REQUIRE(hole != MAP_FAILED);
+    munmap(static_cast<char *>(hole) + 4096, 4096);
+    CHECK(gem_userptr(fd.get(), hole, 3 * 4096, flags, &h) == -EFAULT);
+    CHECK(gem_userptr(fd.get(), static_cast<char *>(hole) + 1, 4096, flags, &h) == -EINVAL);
+    CHECK(gem_userptr(fd.get(), hole, 4096, AMDGPU_GEM_USERPTR_VALIDATE, &h) == -EACCES);
+    munmap(hole, 3 * 4096);
+  }
+  free(mem);
+}
