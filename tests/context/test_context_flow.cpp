@@ -1,0 +1,136 @@
+// Issue 4: a guest program's flow end to end, fence ordering, cross-queue waits, fence modes.
+#include <catch2/catch.hpp>
+
+#include <cerrno>
+#include <cstring>
+#include <numeric>
+#include <thread>
+
+#include "../tools/common/amd_packets.h"
+#include "support/context_harness.h"
+
+using namespace rvgl;
+using namespace rvgl::test;
+namespace pk = rvgl::packets;
+
+namespace {
+
+constexpr uint64_t kMiB = 1ull << 20;
+
+}  // namespace
+
+TEST_CASE("guest flow: VRAM blob, VA_MAP, SDMA copy and PM4 write, fences in order", "[context]") {
+  ContextHarness h;
+  h.create_shmem();
+  const uint64_t va0 = h.capset().va_start;
+
+  // Source: VRAM the guest fills through the blob mapping. Destination: a second VRAM BO.
+  auto src = h.mapped_bo(kMiB, RVGL_DOMAIN_VRAM, RVGL_BO_FLAG_CPU_ACCESS);
+  auto dst = h.mapped_bo(kMiB, RVGL_DOMAIN_VRAM, RVGL_BO_FLAG_CPU_ACCESS);
+  auto ib = h.mapped_bo(64 * 1024);
+  auto* s = src.ptr<uint32_t>();
+  std::iota(s, s + kMiB / 4, 0x1000u);
+
+  const uint64_t src_va = va0, dst_va = va0 + kMiB, ib_va = va0 + 2 * kMiB;
+  REQUIRE(h.va_map(src.bo, 0, 0, src_va, kMiB) == 0);
+  REQUIRE(h.va_map(0, dst.res_id, 0, dst_va, kMiB) == 0);  // by resource id this time
+  REQUIRE(h.va_map(ib.bo, 0, 0, ib_va, 64 * 1024, RVGL_VA_FLAG_READ | RVGL_VA_FLAG_EXECUTE) == 0);
+
+  int32_t r;
+  const uint32_t sdma = h.queue_create(RVGL_IP_SDMA, 1, &r);
+  REQUIRE(r == 0);
+  const uint32_t compute = h.queue_create(RVGL_IP_COMPUTE, 2, &r);
+  REQUIRE(r == 0);
+
+  std::vector<uint32_t> copy;
+  pk::sdma_copy_linear(copy, dst_va, src_va, kMiB / 2);
+  pk::sdma_copy_linear(copy, dst_va + kMiB / 2, src_va + kMiB / 2, kMiB / 2);
+  pk::sdma_pad(copy);
+  const uint64_t seq1 = h.submit(sdma, {ContextHarness::write_ib(ib, ib_va, copy)}, {}, &r);
+  REQUIRE(r == 0);
+  CHECK(seq1 == 1);
+  REQUIRE(h.fence(1, 101) == 0);
+
+  // PM4 WRITE_DATA of a marker after the copy (waits on the SDMA queue's seq 1).
+  std::vector<uint32_t> write;
+  pk::pm4_write_data(write, dst_va + kMiB - 8, {0xc0ffee01u, 0xc0ffee02u});
+  const uint64_t seq2 =
+      h.submit(compute, {ContextHarness::write_ib(ib, ib_va, write, 4096)}, {{sdma, 0, seq1}}, &r);
+  REQUIRE(r == 0);
+  CHECK(seq2 == 1);
+  REQUIRE(h.fence(2, 201) == 0);
+  REQUIRE(h.fence(0, 1) == 0);
+
+  REQUIRE(h.wait_fence(1, 101));
+  REQUIRE(h.wait_fence(2, 201));
+  REQUIRE(h.wait_fence(0, 1));
+
+  const auto* d = dst.ptr<uint32_t>();
+  CHECK(std::memcmp(d, s, kMiB - 8) == 0);
+  CHECK(d[kMiB / 4 - 2] == 0xc0ffee01u);
+  CHECK(d[kMiB / 4 - 1] == 0xc0ffee02u);
+
+  auto st = h.queue_state(sdma);
+  CHECK(st.hdr.result == 0);
+  CHECK(st.state == RVGL_QUEUE_STATE_OK);
+  CHECK(st.last_submitted_seq == 1);
+  CHECK(st.last_completed_seq == 1);
+}
+
+TEST_CASE("fences on one ring retire in order and never before the GPU job", "[context]") {
+  ContextHarness h;
+  h.create_shmem();
+  const uint64_t va0 = h.capset().va_start;
+  auto buf = h.mapped_bo(64 * 1024);
+  auto ib = h.mapped_bo(64 * 1024);
+  REQUIRE(h.va_map(buf.bo, 0, 0, va0, 64 * 1024) == 0);
+  REQUIRE(h.va_map(ib.bo, 0, 0, va0 + kMiB, 64 * 1024) == 0);
+  int32_t r;
+  const uint32_t q = h.queue_create(RVGL_IP_COMPUTE, 5, &r);
+  REQUIRE(r == 0);
+
+  std::vector<uint64_t> ids;
+  for (uint32_t i = 0; i < 8; ++i) {
+    std::vector<uint32_t> dw;
+    pk::pm4_write_data(dw, va0 + i * 4, {i + 1});
+    h.submit(q, {ContextHarness::write_ib(ib, va0 + kMiB, dw, i * 256)}, {}, &r);
+    REQUIRE(r == 0);
+    REQUIRE(h.fence(5, 1000 + i) == 0);
+    ids.push_back(1000 + i);
+  }
+  REQUIRE(h.wait_fence(5, ids.back()));
+  // Every fence retired, in creation order, and each job's write is visible when its fence is.
+  std::vector<uint64_t> seen;
+  for (const auto& f : h.fences().snapshot())
+    if (f.ring == 5) seen.push_back(f.id);
+  CHECK(seen == ids);
+  for (uint32_t i = 0; i < 8; ++i) CHECK(buf.ptr<uint32_t>()[i] == i + 1);
+}
+
+TEST_CASE("a fence on a ring with no work, or on ring 0, retires at once", "[context]") {
+  ContextHarness h;
+  REQUIRE(h.fence(0, 7) == 0);
+  REQUIRE(h.fence(30, 8) == 0);  // unbound ring
+  CHECK(h.wait_fence(0, 7));
+  CHECK(h.wait_fence(30, 8));
+  CHECK(h.fence(64, 9) == -EINVAL);
+}
+
+TEST_CASE("without ASYNC_FENCE_CB fences arrive through the poll fd on the caller's thread",
+          "[context]") {
+  ContextHarness h(test_config(), /*async=*/false);
+  REQUIRE(h.fence(0, 42) == 0);
+  REQUIRE(h.wait_fence(0, 42));
+  const auto log = h.fences().snapshot();
+  REQUIRE(log.size() == 1);
+  CHECK(log[0].thread == std::this_thread::get_id());
+}
+
+TEST_CASE("with ASYNC_FENCE_CB fences arrive from the retire thread", "[context]") {
+  ContextHarness h(test_config(), /*async=*/true);
+  REQUIRE(h.fence(0, 42) == 0);
+  REQUIRE(h.wait_fence(0, 42));
+  const auto log = h.fences().snapshot();
+  REQUIRE(log.size() == 1);
+  CHECK(log[0].thread != std::this_thread::get_id());
+}

@@ -1,0 +1,131 @@
+// Issue 4: each quota returns its documented error when exceeded; the host stays up.
+#include <catch2/catch.hpp>
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+#include "support/context_harness.h"
+#include "support/stream_builder.h"
+
+using namespace rvgl;
+using namespace rvgl::test;
+
+TEST_CASE("object quota", "[context][quota]") {
+  Config c = test_config();
+  c.limits.max_objects = 3;
+  ContextHarness h(c);
+  h.create_shmem();
+  int32_t r;
+  uint32_t bos[3];
+  for (auto &b : bos) {
+    b = h.bo_create(4096, RVGL_DOMAIN_GTT, 0, 0, &r);
+    REQUIRE(r == 0);
+  }
+  h.bo_create(4096, RVGL_DOMAIN_GTT, 0, 0, &r);
+  CHECK(r == -ENOSPC);
+  REQUIRE(h.bo_free(bos[1]) == 0);
+  h.bo_create(4096, RVGL_DOMAIN_GTT, 0, 0, &r);
+  CHECK(r == 0);
+}
+
+TEST_CASE("byte quotas per domain", "[context][quota]") {
+  Config c = test_config();
+  c.limits.max_gtt_bytes = 64 * 1024;
+  c.limits.max_vram_bytes = 128 * 1024;
+  ContextHarness h(c);
+  h.create_shmem();
+  int32_t r;
+  h.bo_create(64 * 1024, RVGL_DOMAIN_GTT, 0, 0, &r);
+  CHECK(r == 0);
+  h.bo_create(4096, RVGL_DOMAIN_GTT, 0, 0, &r);
+  CHECK(r == -ENOSPC);
+  const uint32_t v = h.bo_create(128 * 1024, RVGL_DOMAIN_VRAM, 0, 0, &r);
+  CHECK(r == 0);
+  h.bo_create(4096, RVGL_DOMAIN_VRAM, 0, 0, &r);
+  CHECK(r == -ENOSPC);
+  REQUIRE(h.bo_free(v) == 0);
+  h.bo_create(128 * 1024, RVGL_DOMAIN_VRAM, 0, 0, &r);
+  CHECK(r == 0);
+
+  rvgl_req_query_info q{};
+  q.query = RVGL_INFO_USAGE;
+  auto u = h.call<rvgl_rsp_query_info>(RVGL_CMD_QUERY_INFO, q);
+  REQUIRE(u.hdr.result == 0);
+  CHECK(u.data.usage.gtt_bytes == 64 * 1024);
+  CHECK(u.data.usage.vram_bytes == 128 * 1024);
+  CHECK(u.data.usage.max_gtt_bytes == 64 * 1024);
+}
+
+TEST_CASE("a claimed blob keeps its charge after BO_FREE until the resource goes",
+          "[context][quota]") {
+  Config c = test_config();
+  c.limits.max_gtt_bytes = 64 * 1024;
+  ContextHarness h(c);
+  h.create_shmem();
+  auto buf = h.mapped_bo(64 * 1024);
+  REQUIRE(h.bo_free(buf.bo) == 0);
+  int32_t r;
+  h.bo_create(4096, RVGL_DOMAIN_GTT, 0, 0, &r);
+  CHECK(r == -ENOSPC);
+  h.ctx().detach_resource(buf.res_id);
+  h.bo_create(4096, RVGL_DOMAIN_GTT, 0, 0, &r);
+  CHECK(r == 0);
+}
+
+TEST_CASE("userptr byte quota", "[context][quota]") {
+  Config c = test_config();
+  c.limits.max_userptr_bytes = 8192;
+  ContextHarness h(c);
+  void *mem = mmap(nullptr, 3 * 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  REQUIRE(mem != MAP_FAILED);
+  iovec iov{mem, 3 * 4096};
+  BlobArgs a;
+  a.res_id = h.next_res_id();
+  a.blob_mem = RVGL_BLOB_MEM_GUEST;
+  a.blob_flags = RVGL_BLOB_FLAG_USERPTR;
+  a.size = 3 * 4096;
+  a.iov = {&iov, 1};
+  BlobExport e;
+  CHECK(h.ctx().create_blob(a, &e) == -ENOSPC);
+  iov.iov_len = 8192;
+  a.size = 8192;
+  CHECK(h.ctx().create_blob(a, &e) == 0);
+  h.ctx().detach_resource(a.res_id);
+  CHECK(h.ctx().stats().usage.userptr_bytes == 0);
+  munmap(mem, 3 * 4096);
+}
+
+TEST_CASE("queue quota", "[context][quota]") {
+  Config c = test_config();
+  c.limits.max_queues = 2;
+  ContextHarness h(c);
+  h.create_shmem();
+  int32_t r;
+  h.queue_create(RVGL_IP_COMPUTE, 1, &r);
+  REQUIRE(r == 0);
+  const uint32_t q2 = h.queue_create(RVGL_IP_SDMA, 2, &r);
+  REQUIRE(r == 0);
+  h.queue_create(RVGL_IP_COMPUTE, 3, &r);
+  CHECK(r == -ENOSPC);
+  REQUIRE(h.queue_destroy(q2) == 0);
+  h.queue_create(RVGL_IP_COMPUTE, 3, &r);
+  CHECK(r == 0);
+}
+
+TEST_CASE("submit size and IB count limits", "[context][quota]") {
+  Config c = test_config();
+  c.limits.max_submit_bytes = 64;
+  c.limits.max_ibs_per_submit = 2;
+  ContextHarness h(c);
+  h.create_shmem();
+  StreamBuilder s;
+  rvgl_req_nop nop{};
+  for (uint32_t i = 1; i <= 5; ++i) s.add(nop, RVGL_CMD_NOP, h.next_seqno(), RVGL_RSP_NONE);
+  const uint32_t before = h.shmem_header().async_error;
+  CHECK(h.ctx().submit_cmd(s.span()) == -EINVAL);  // 80 bytes > 64
+  CHECK(h.shmem_header().async_error == before + 1);
+  CHECK(h.capset().max_submit_bytes == 64);
+  CHECK(h.capset().max_ibs_per_submit == 2);
+}
