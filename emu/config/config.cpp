@@ -115,6 +115,7 @@ constexpr U64Knob kU64Knobs[] = {
     {"RVGL_EMU_SPM_RATE_HZ", &Config::spm_rate_hz, 1, 1, 10'000'000},
     {"RVGL_EMU_SPM_RING_KB", &Config::spm_ring_bytes, 1024, 1, 1u << 20},
     {"RVGL_EMU_COUNTERS_INTERVAL_MS", &Config::counters_interval_ms, 1, 0, 3'600'000},
+    {"RVGL_EMU_TRACE", &Config::trace, 1, 0, 2},
     {"RVGL_EMU_HANG_JOB", &Config::hang_job, 1, 0, UINT64_MAX},
     {"RVGL_EMU_RESET_JOB", &Config::reset_job, 1, 0, UINT64_MAX},
     {"RVGL_EMU_UDMABUF_SIZE_LIMIT_MB", &Config::udmabuf_size_limit_mb, 1, 1, 1ull << 20},
@@ -126,6 +127,7 @@ constexpr const char *kStructural[] = {
 };
 
 constexpr const char *kAllKnobs[] = {
+    "RVGL_EMU_TRACE",
     "RVGL_EMU_PROFILE",
     "RVGL_EMU_DEVICES",
     "RVGL_EMU_XCCS",

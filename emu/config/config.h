@@ -33,6 +33,7 @@ struct Config {
   uint64_t spm_rate_hz = 1000;
   uint64_t spm_ring_bytes = 4ull << 20;
   uint64_t counters_interval_ms = 0;
+  uint64_t trace = 0;
   bool vram_poison = false;
   uint32_t udmabuf_list_limit = 1024;
   uint64_t udmabuf_size_limit_mb = 64;

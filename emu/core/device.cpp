@@ -46,7 +46,7 @@ uint32_t Device::ring_count(uint32_t ip) const {
 
 RingWorker &Device::ring(uint32_t ip, uint32_t ring) {
   auto &slot = rings_[{ip, ring}];
-  if (!slot) slot = std::make_unique<RingWorker>(ip, ring, profile_, resets_);
+  if (!slot) slot = std::make_unique<RingWorker>(ip, profile_, resets_);
   return *slot;
 }
 

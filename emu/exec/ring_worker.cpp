@@ -91,8 +91,13 @@ void RingWorker::finish(Job &job, int error) {
     counters().jobs_failed.fetch_add(1, std::memory_order_relaxed);
   else
     counters().jobs_completed.fetch_add(1, std::memory_order_relaxed);
-  job.fence->signal(error);
+  // References go before the signal: a waiter that then frees the objects sees them gone.
   job.bos.clear();
+  job.user_fence_bo.reset();
+  job.vm.reset();
+  job.ctx.reset();
+  job.deps.clear();
+  job.fence->signal(error);
 }
 
 void RingWorker::run(Job &job) {
@@ -129,17 +134,23 @@ void RingWorker::run(Job &job) {
     return;
   }
 
-  GpuMemory mem(*job.vm, k.fault_va.load(), k.fault_len.load());
-  ExecContext cx{mem, profile_, lockup, stop_};
+  // The accessor (and the pages it resolved) is gone before the fence signals, so whoever waited
+  // sees every reference the job held already dropped.
   ExecStatus st = ExecStatus::Ok;
-  for (const IbRange &ib : job.ibs) {
-    const uint64_t dwords = ib.bytes / 4;
-    st = ip_ == AMDGPU_HW_IP_DMA ? run_sdma_ib(cx, ib.va, dwords, 1)
-                                 : run_pm4_ib(cx, ib.va, dwords, 1);
-    if (st != ExecStatus::Ok) break;
+  VmFault fault;
+  {
+    GpuMemory mem(*job.vm, k.fault_va.load(), k.fault_len.load());
+    ExecContext cx{mem, profile_, lockup, stop_};
+    for (const IbRange &ib : job.ibs) {
+      const uint64_t dwords = ib.bytes / 4;
+      st = ip_ == AMDGPU_HW_IP_DMA ? run_sdma_ib(cx, ib.va, dwords, 1)
+                                   : run_pm4_ib(cx, ib.va, dwords, 1);
+      if (st != ExecStatus::Ok) break;
+    }
+    counters().bytes_copied.fetch_add(mem.bytes_copied(), std::memory_order_relaxed);
+    counters().bytes_written.fetch_add(mem.bytes_written(), std::memory_order_relaxed);
+    fault = mem.fault();
   }
-  counters().bytes_copied.fetch_add(mem.bytes_copied(), std::memory_order_relaxed);
-  counters().bytes_written.fetch_add(mem.bytes_written(), std::memory_order_relaxed);
 
   switch (st) {
     case ExecStatus::Ok:
@@ -150,7 +161,7 @@ void RingWorker::run(Job &job) {
       finish(job, 0);
       return;
     case ExecStatus::Fault:
-      job.vm->record_fault(mem.fault());
+      job.vm->record_fault(fault);
       counters().vm_faults.fetch_add(1, std::memory_order_relaxed);
       [[fallthrough]];
     case ExecStatus::Illegal:

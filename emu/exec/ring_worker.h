@@ -21,8 +21,8 @@ struct ResetCounters {
 
 class RingWorker {
  public:
-  RingWorker(uint32_t ip, uint32_t ring, const DeviceProfile &profile, ResetCounters &resets)
-      : ip_(ip), ring_(ring), profile_(profile), resets_(resets) {}
+  RingWorker(uint32_t ip, const DeviceProfile &profile, ResetCounters &resets)
+      : ip_(ip), profile_(profile), resets_(resets) {}
   ~RingWorker() { stop(); }
   RingWorker(const RingWorker &) = delete;
   RingWorker &operator=(const RingWorker &) = delete;
@@ -41,7 +41,7 @@ class RingWorker {
   void finish(Job &job, int error);
   void cancel_queued();
 
-  const uint32_t ip_, ring_;
+  const uint32_t ip_;  // which decoder runs its IBs
   const DeviceProfile &profile_;
   ResetCounters &resets_;
   std::deque<std::unique_ptr<Job>> queue_;  // guarded by FenceDomain::mutex()

@@ -1,6 +1,7 @@
 #include "interpose/real_libc.h"
 
 #include <dlfcn.h>
+#include <link.h>
 #include <fcntl.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
@@ -16,13 +17,38 @@ namespace rvgl::emu::real {
 
 namespace {
 
-// A sanitizer runtime linked into the executable defines its interceptors as weak aliases that our
-// strong definitions replace; calling its "__interceptor_" entry keeps its fd and race tracking
-// intact. Otherwise the next object in lookup order (libc, or a shared sanitizer runtime) serves.
+int find_self(dl_phdr_info *info, size_t, void *data) {
+  // The first object dl_iterate_phdr reports is the executable.
+  const auto self = reinterpret_cast<ElfW(Addr)>(&find_self);
+  bool *in_exe = static_cast<bool *>(data);
+  for (int i = 0; i < info->dlpi_phnum; ++i) {
+    const ElfW(Phdr) &ph = info->dlpi_phdr[i];
+    if (ph.p_type != PT_LOAD) continue;
+    const ElfW(Addr) lo = info->dlpi_addr + ph.p_vaddr;
+    if (self >= lo && self < lo + ph.p_memsz) *in_exe = true;
+  }
+  return 1;  // stop after the executable
+}
+
+bool linked_into_executable() {
+  static const bool in_exe = [] {
+    bool r = false;
+    dl_iterate_phdr(find_self, &r);
+    return r;
+  }();
+  return in_exe;
+}
+
+// Linked into the executable (rvgl_emu_dep), our definitions replace a sanitizer runtime's
+// interceptors too; calling its "__interceptor_" entry keeps its fd and race tracking intact (its
+// own REAL() pointers lead to libc). Preloaded as a library after a shared sanitizer runtime, that
+// runtime's REAL() pointers lead back to us, so only the object after us (libc) will do.
 void *resolve(const char *name) {
-  char buf[96];
-  std::snprintf(buf, sizeof(buf), "__interceptor_%s", name);
-  if (void *p = dlsym(RTLD_DEFAULT, buf)) return p;
+  if (linked_into_executable()) {
+    char buf[96];
+    std::snprintf(buf, sizeof(buf), "__interceptor_%s", name);
+    if (void *p = dlsym(RTLD_DEFAULT, buf)) return p;
+  }
   if (void *p = dlsym(RTLD_NEXT, name)) return p;
   return dlsym(RTLD_DEFAULT, name);
 }

@@ -5,7 +5,10 @@
 #include <linux/udmabuf.h>
 #include <sys/ioctl.h>
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cstdio>
 #include <cerrno>
 #include <cstring>
 #include <vector>
@@ -13,6 +16,7 @@
 #include "core/counters.h"
 #include "core/device_file.h"
 #include "core/emulator.h"
+#include "core/runtime_knobs.h"
 #include "ioctl/drm_ioctl_table.h"
 #include "ioctl/udmabuf.h"
 #include "util/user_memory.h"
@@ -25,6 +29,16 @@ int injected(std::string_view name) {
   const int err = Emulator::get().faults().on_call(name);
   if (err) counters().injected_failures.fetch_add(1, std::memory_order_relaxed);
   return err;
+}
+
+// RVGL_EMU_TRACE: one line per ioctl on stderr (1: only failures), for finding which call of a
+// program fails without a debugger.
+void trace(const char *name, int r) {
+  const uint64_t level = knobs().trace.load(std::memory_order_relaxed);
+  if (!level || (level == 1 && r >= 0)) return;
+  char line[128];
+  const int n = std::snprintf(line, sizeof(line), "rvgl-emu[%d]: %s -> %d\n", getpid(), name, r);
+  if (n > 0) (void)!::write(2, line, static_cast<size_t>(std::min(n, 127)));
 }
 
 int dispatch_drm(DeviceFile &file, unsigned long request, void *arg) {
@@ -55,6 +69,7 @@ int dispatch_drm(DeviceFile &file, unsigned long request, void *arg) {
     return -EFAULT;
   int r = entry->handler(file, kdata);
   if (out_size && copy_to_user(reinterpret_cast<uint64_t>(arg), kdata, out_size) != 0) r = -EFAULT;
+  trace(entry->name, r);
   return r;
 }
 
