@@ -1,5 +1,5 @@
 // The rocm-virgl guest library in one include: encoders, the shared page, the event ring, the
-// transport interface with its vtest implementation, and the session on top.
+// transport interface with its vtest and virtio-gpu implementations, and the session on top.
 #pragma once
 
 #include "rocm_virgl_protocol.h"
@@ -14,4 +14,6 @@
 #include "rvgl_shared_page.h"
 #include "rvgl_transport.h"
 #include "rvgl_unique_fd.h"
+#include "rvgl_virtgpu_syscalls.h"
+#include "rvgl_virtgpu_transport.h"
 #include "rvgl_vtest_transport.h"
