@@ -175,9 +175,10 @@ class ContextHarness {
     r.num_ibs = static_cast<uint32_t>(ibs.size());
     r.num_waits = static_cast<uint32_t>(waits.size());
     std::vector<uint8_t> tail(ibs.size() * sizeof(rvgl_ib) + waits.size() * sizeof(rvgl_wait));
-    std::memcpy(tail.data(), ibs.data(), ibs.size() * sizeof(rvgl_ib));
-    std::memcpy(tail.data() + ibs.size() * sizeof(rvgl_ib), waits.data(),
-                waits.size() * sizeof(rvgl_wait));
+    if (!ibs.empty()) std::memcpy(tail.data(), ibs.data(), ibs.size() * sizeof(rvgl_ib));
+    if (!waits.empty())
+      std::memcpy(tail.data() + ibs.size() * sizeof(rvgl_ib), waits.data(),
+                  waits.size() * sizeof(rvgl_wait));
     auto rsp = call<rvgl_rsp_submit>(RVGL_CMD_SUBMIT, r, tail);
     if (result) *result = rsp.hdr.result;
     return rsp.hdr.result ? 0 : rsp.seq;
