@@ -18,6 +18,10 @@ enum class ExecStatus {
   Aborted,  // the device is shutting down
 };
 
+// The ring packet that calls an IB has a 20-bit IB_SIZE field (nvd.h INDIRECT_BUFFER, SDMA
+// INDIRECT): no IB is longer.
+inline constexpr uint64_t kMaxIbDwords = (1u << 20) - 1;
+
 struct ExecContext {
   GpuMemory &mem;
   const DeviceProfile &profile;

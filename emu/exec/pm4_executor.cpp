@@ -16,6 +16,7 @@ uint64_t addr64(uint32_t lo, uint32_t hi) {
 }
 
 ExecStatus fetch(ExecContext &cx, uint64_t va, uint64_t dwords, std::vector<uint32_t> &out) {
+  if (dwords > kMaxIbDwords) return ExecStatus::Illegal;
   if (dwords > cx.budget_dwords) return ExecStatus::Timeout;
   out.resize(static_cast<size_t>(dwords));
   if (!cx.mem.read(va, out.data(), dwords * 4)) return ExecStatus::Fault;

@@ -18,6 +18,7 @@ uint64_t addr64(uint32_t lo, uint32_t hi) {
 }  // namespace
 
 ExecStatus run_sdma_ib(ExecContext &cx, uint64_t va, uint64_t dwords, int level) {
+  if (dwords > kMaxIbDwords) return ExecStatus::Illegal;
   if (dwords > cx.budget_dwords) return ExecStatus::Timeout;
   std::vector<uint32_t> buf(static_cast<size_t>(dwords));
   if (!cx.mem.read(va, buf.data(), dwords * 4)) return ExecStatus::Fault;

@@ -37,7 +37,11 @@ bool UserQueue::process(uint64_t rptr, uint64_t wptr) {
   RuntimeKnobs &k = knobs();
   // Compute/GFX ring pointers count dwords; SDMA ring pointers count bytes.
   const bool sdma = p_.ip == AMDGPU_HW_IP_DMA;
-  const uint64_t ring_dw = p_.queue_size / 4;
+  // The MQD holds the ring size as a power of two, rounded up (CP_HQD_PQ_CONTROL.QUEUE_SIZE =
+  // order_base_2(dwords) - 1 in the MES MQD setup): the engine wraps there.
+  uint64_t ring_dw = 1;
+  while (ring_dw < p_.queue_size / 4)
+    ring_dw <<= 1;
   const uint64_t start_dw = sdma ? rptr / 4 : rptr;
   const uint64_t count_dw = sdma ? (wptr - rptr) / 4 : wptr - rptr;
   if (count_dw > ring_dw || (sdma && ((wptr | rptr) & 3))) return false;

@@ -86,7 +86,8 @@ int create(DeviceFile &f, rvgl_drm_amdgpu_userq &args) {
     return -EACCES;
   const IpBlock *blk = f.device.ip_block(in.ip_type);
   if (!blk || !blk->userq_slots) return -EINVAL;
-  if (in.queue_size % 4) return -EINVAL;
+  // Not a kernel check: the emulator caps rings at 64 MiB so a worker never buffers more.
+  if (in.queue_size % 4 || in.queue_size > (64u << 20)) return -EINVAL;
   // amdgpu_userq_input_va_validate(): the ring and both pointers inside existing mappings.
   if (!va_valid(*f.vm, in.queue_va, in.queue_size) ||
       !va_valid(*f.vm, in.rptr_va, va::kGpuPageSize) ||

@@ -21,7 +21,9 @@ void Syncobj::replace_locked(std::shared_ptr<Fence> fence) {
 }
 
 void Syncobj::add_point_locked(uint64_t point, std::shared_ptr<Fence> fence) {
-  // The new node chains onto whatever fence the syncobj held (drm_syncobj_add_point).
+  // The new node chains onto whatever fence the syncobj held (drm_syncobj_add_point); signaled
+  // nodes before it are collected, as dma_fence_chain garbage-collects them.
+  prune_locked();
   points_.push_back({point, std::move(fence)});
   FenceDomain::notify();
 }

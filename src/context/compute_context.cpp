@@ -31,9 +31,10 @@ std::shared_ptr<AmdgpuDevice> open_device(const Config &cfg, UniqueFd vmm_fd, in
 }  // namespace
 
 uint64_t ComputeContext::implemented_features() {
-  // The event ring (issue 7) and foreign imports (vrend-hooks) join as they land.
+  // The event ring (issue 7) joins as it lands. Foreign imports: attach_foreign, reached through
+  // vrend-hooks' ctx_attach_resource.
   return RVGL_FEATURE_USERPTR | RVGL_FEATURE_USERPTR_RDONLY | RVGL_FEATURE_KERNEL_QUEUES |
-         RVGL_FEATURE_USER_QUEUES | RVGL_FEATURE_SPM;
+         RVGL_FEATURE_USER_QUEUES | RVGL_FEATURE_SPM | RVGL_FEATURE_RESOURCE_IMPORT;
 }
 
 int ComputeContext::probe_capset(const Config &cfg, rvgl_capset *out) {

@@ -1,0 +1,193 @@
+// What a VMM or a guest can get wrong, through the public API: every bad value is an error
+// answer, the context (and the host) carries on.
+#include <catch2/catch.hpp>
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <vector>
+
+#include "../../tools/common/amd_packets.h"
+#include "renderer_fixture.h"
+#include "rocm_guest.h"
+
+using namespace rvgl::hooks_test;
+namespace pk = rvgl::packets;
+
+namespace {
+
+constexpr uint64_t kSize = 64 * 1024;
+
+Renderer::Options plain() {
+  Renderer::Options o;
+  o.flags = VIRGL_RENDERER_NO_VIRGL;
+  return o;
+}
+
+int32_t nop(RocmGuest &g) {
+  return g.call<rvgl_rsp_nop>(RVGL_CMD_NOP, rvgl_req_nop{}).hdr.result;
+}
+
+}  // namespace
+
+TEST_CASE("malformed command buffers fail the submit, not the context", "[hooks][robust]") {
+  Renderer r(plain());
+  REQUIRE(r.result() == 0);
+  RocmGuest g(1, 100);
+  g.start();
+  const uint32_t errors = g.shmem_header().async_error;
+
+  std::vector<uint8_t> bad(32, 0xff);  // a header whose length runs past the buffer
+  CHECK(g.submit_raw(bad) < 0);
+  CHECK(g.shmem_header().async_error == errors + 1);
+  uint32_t dw[8] = {};
+  CHECK(virgl_renderer_submit_cmd(dw, 1, -1) == EINVAL);
+  CHECK(virgl_renderer_submit_cmd(nullptr, 1, 8) == EINVAL);
+  CHECK(virgl_renderer_submit_cmd(dw, 1, 0) == 0);  // empty: nothing to do
+  // submit_cmd2 (1.x): dword alignment, and no in-fences for this context type.
+  auto *odd = reinterpret_cast<uint8_t *>(dw) + 2;
+  CHECK(virgl_renderer_submit_cmd2(odd, 1, 0, nullptr, 0) == EFAULT);
+  uint64_t in_fence = 1;
+  CHECK(virgl_renderer_submit_cmd2(dw, 1, 0, &in_fence, 1) == -EINVAL);
+  CHECK(nop(g) == 0);  // still serving
+}
+
+TEST_CASE("bad blob arguments are refused", "[hooks][robust]") {
+  Renderer r(plain());
+  REQUIRE(r.result() == 0);
+  RocmGuest g(1, 100);
+  g.start();
+  const uint32_t host3d = VIRGL_RENDERER_BLOB_MEM_HOST3D, guest = VIRGL_RENDERER_BLOB_MEM_GUEST;
+  const uint32_t mappable = RVGL_BLOB_FLAG_USE_MAPPABLE, userptr = RVGL_BLOB_FLAG_USERPTR;
+  CHECK(g.create_blob(0, host3d, mappable, 0, RVGL_SHMEM_SIZE) == -EINVAL);    // res 0
+  CHECK(g.create_blob(150, host3d, mappable, 0, 0) == -EINVAL);                // size 0
+  CHECK(g.create_blob(150, host3d, mappable, 0, RVGL_SHMEM_SIZE) == -EINVAL);  // 2nd page
+  CHECK(g.create_blob(g.shmem_res(), host3d, mappable, 5, 4096) == -EINVAL);   // id taken
+  CHECK(g.create_blob(150, host3d, mappable, 12345, 4096) == -ENOENT);         // no such BO
+  std::vector<uint8_t> mem(8192);
+  iovec iov{mem.data(), mem.size()};
+  CHECK(g.create_blob(150, host3d, mappable, 12345, 4096, &iov, 1) == -EINVAL);  // iovs on HOST3D
+  CHECK(g.create_blob(150, guest, userptr, 0, 8192, nullptr, 1) == -EINVAL);     // no iovecs
+  CHECK(g.create_blob(150, guest, userptr, 0, 8192, &iov, 0) == -EINVAL);
+  CHECK(g.create_blob(150, guest, userptr, 0, 4096, &iov, 1) == -EINVAL);  // sizes differ
+  CHECK(g.create_blob(150, VIRGL_RENDERER_BLOB_MEM_HOST3D_GUEST, mappable, 0, 8192, &iov, 1) ==
+        -EINVAL);  // host+guest storage without userptr: nothing of ours
+  virgl_renderer_resource_info info{};
+  CHECK(virgl_renderer_resource_get_info(static_cast<int>(g.shmem_res()), nullptr) == EINVAL);
+  CHECK(virgl_renderer_resource_get_info(static_cast<int>(g.shmem_res()), &info) == 0);
+  CHECK(nop(g) == 0);
+}
+
+TEST_CASE("fence arguments and callback versions", "[hooks][robust]") {
+  SECTION("callbacks version 2: no write_context_fence, so no context fences") {
+    Renderer::Options o = plain();
+    o.callbacks_version = 2;
+    Renderer r(o);
+    REQUIRE(r.result() == 0);
+    RocmGuest g(1, 100);
+    g.start();
+    CHECK(g.fence(0, 1) == -EINVAL);
+    CHECK(nop(g) == 0);
+  }
+  SECTION("ring indices beyond 63 are refused") {
+    Renderer r(plain());
+    REQUIRE(r.result() == 0);
+    RocmGuest g(1, 100);
+    g.start();
+    CHECK(g.fence(64, 1) == -EINVAL);
+    CHECK(g.fence(~0u, 1) == -EINVAL);
+    CHECK(g.fence(63, 1) == 0);
+  }
+}
+
+TEST_CASE("the VMM's get_drm_fd chooses the node; a non-amdgpu fd falls back", "[hooks][robust]") {
+  Renderer::Options o = plain();
+  SECTION("an amdgpu render node") {
+    o.drm_node = "/dev/dri/renderD128";
+  }
+  SECTION("not a GPU at all") {
+    o.drm_node = "/dev/null";
+  }
+  Renderer r(o);
+  REQUIRE(r.result() == 0);
+  RocmGuest g(1, 100);
+  REQUIRE_NOTHROW(g.start());
+  CHECK(nop(g) == 0);
+}
+
+TEST_CASE("mappings: map_fixed, unref while mapped, export queries", "[hooks][robust]") {
+  Renderer r(plain());
+  REQUIRE(r.result() == 0);
+  RocmGuest g(1, 100);
+  g.start();
+  auto [bo, res] = g.bo_blob(kSize, RVGL_DOMAIN_GTT);
+
+  // map_fixed (1.3): placed where the VMM says, over its reservation.
+  void *window = mmap(nullptr, kSize, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  REQUIRE(window != MAP_FAILED);
+  REQUIRE(virgl_renderer_resource_map_fixed(res, window) == 0);
+  auto *w = static_cast<uint32_t *>(window);
+  w[3] = 0x5eed;
+  auto *m = static_cast<uint32_t *>(g.map(res, kSize));
+  CHECK(m[3] == 0x5eed);  // same memory through both mappings
+  munmap(window, kSize);
+
+  // The export query says what the real library says of untyped blobs.
+  virgl_renderer_export_query q{};
+  q.hdr.stype = VIRGL_RENDERER_STRUCTURE_TYPE_EXPORT_QUERY;
+  q.hdr.size = sizeof(q);
+  q.in_resource_id = res;
+  CHECK(virgl_renderer_execute(&q, sizeof(q)) == 0);
+  CHECK(q.out_num_fds == 1);
+  CHECK(q.out_fourcc == 0);
+  q.in_export_fds = 1;
+  CHECK(virgl_renderer_execute(&q, sizeof(q)) == -EINVAL);
+
+  // Unref of a mapped resource drops the mapping with it; the id is then unknown.
+  virgl_renderer_resource_unref(res);
+  CHECK(virgl_renderer_resource_unmap(res) == -EINVAL);
+  void *p = nullptr;
+  uint64_t size = 0;
+  CHECK(virgl_renderer_resource_map(res, &p, &size) == -EINVAL);
+  CHECK(virgl_renderer_resource_map_fixed(res, window) < 0);  // nobody's: -ENOSYS from 0.10.4
+  CHECK(virgl_renderer_get_cursor_data(g.shmem_res(), nullptr, nullptr) == nullptr);
+}
+
+TEST_CASE("destroy with work queued, then reset, then start again", "[hooks][robust]") {
+  Renderer r(plain());
+  REQUIRE(r.result() == 0);
+  {
+    RocmGuest g(1, 100);
+    g.start();
+    auto [bo, res] = g.bo_blob(kSize, RVGL_DOMAIN_GTT);
+    auto [ib_bo, ib_res] = g.bo_blob(kSize, RVGL_DOMAIN_GTT);
+    auto *ib = static_cast<uint32_t *>(g.map(ib_res, kSize));
+    const uint64_t va = g.caps().va_start;
+    REQUIRE(g.va_map(bo, 0, va, kSize) == 0);
+    REQUIRE(g.va_map(ib_bo, 0, va + kSize, kSize, RVGL_VA_FLAG_READ | RVGL_VA_FLAG_EXECUTE) == 0);
+    const uint32_t q = g.queue_create(RVGL_IP_SDMA, 1);
+    std::vector<uint32_t> fill;
+    for (int i = 0; i < 16; ++i)
+      pk::sdma_const_fill(fill, va, 0x77u, kSize);
+    pk::sdma_pad(fill);
+    std::memcpy(ib, fill.data(), fill.size() * 4);
+    for (int i = 0; i < 8; ++i)
+      g.submit(q, va + kSize, fill.size());
+    REQUIRE(g.fence(1, 1) == 0);
+    virgl_renderer_context_destroy(1);  // while the queue may still run
+    // Its resources outlive it until the VMM lets go of them.
+    uint32_t fd_type = 0;
+    int fd = -1;
+    CHECK(virgl_renderer_resource_export_blob(res, &fd_type, &fd) == 0);
+    close(fd);
+  }
+  virgl_renderer_reset();  // takes our remaining resources too
+  uint32_t info = 0;
+  CHECK(virgl_renderer_resource_get_map_info(100, &info) == -EINVAL);
+  RocmGuest again(1, 100);  // same ids are free again
+  REQUIRE_NOTHROW(again.start());
+  CHECK(nop(again) == 0);
+}
