@@ -3,6 +3,7 @@
 #pragma once
 
 #include <memory>
+#include <string>
 
 namespace rvgl::emu {
 
@@ -13,7 +14,7 @@ class Fence;
 
 class OpenFile {
  public:
-  enum class Kind { Device, DmaBuf, Udmabuf, UdmabufDevice, Syncobj, SyncFile };
+  enum class Kind { Device, DmaBuf, Udmabuf, UdmabufDevice, Syncobj, SyncFile, TreeDir };
   explicit OpenFile(Kind k) : kind_(k) {}
   virtual ~OpenFile() = default;
   OpenFile(const OpenFile &) = delete;
@@ -53,6 +54,14 @@ struct SyncobjFile final : OpenFile {
 struct SyncFileFile final : OpenFile {
   explicit SyncFileFile(std::shared_ptr<Fence> f) : OpenFile(Kind::SyncFile), fence(std::move(f)) {}
   std::shared_ptr<Fence> fence;
+};
+
+// A directory of the fake tree opened by its public name (/dev/dri, /sys/class/drm, ...), so
+// *at() calls relative to it resolve as they would under the public name.
+struct TreeDirFile final : OpenFile {
+  explicit TreeDirFile(std::string public_path)
+      : OpenFile(Kind::TreeDir), path(std::move(public_path)) {}
+  std::string path;
 };
 
 }  // namespace rvgl::emu

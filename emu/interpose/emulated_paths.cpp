@@ -90,6 +90,23 @@ NodeRef node_of_fd(int fd) {
   return {df.primary ? NodeRef::Kind::Primary : NodeRef::Kind::Render, df.device.index()};
 }
 
+void track_tree_dir(int fd, const char *public_path) {
+  Emulator &e = Emulator::get();
+  std::lock_guard lk(e.mutex());
+  e.fds().set(fd, std::make_shared<TreeDirFile>(public_path));
+}
+
+bool resolve_at(int dirfd, const char *rel, std::string &public_path) {
+  if (!rel || rel[0] == '/' || rel[0] == '\0') return false;
+  Emulator *e = Emulator::peek();
+  if (!e || !e->fds().maybe_tracked(dirfd)) return false;
+  std::lock_guard lk(e->mutex());
+  auto f = e->fds().get(dirfd);
+  if (!f || f->kind() != OpenFile::Kind::TreeDir) return false;
+  public_path = static_cast<TreeDirFile &>(*f).path + "/" + rel;
+  return true;
+}
+
 std::string node_public_path(const NodeRef &node) {
   switch (node.kind) {
     case NodeRef::Kind::Render:

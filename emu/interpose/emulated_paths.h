@@ -22,6 +22,11 @@ void fake_node_stat(const NodeRef &node, struct stat &st);
 void fake_node_statx(const NodeRef &node, struct statx &stx);
 // The node behind an emulator fd, if it is a device fd.
 NodeRef node_of_fd(int fd);
+// Remembers that fd is a tree directory opened by its public name.
+void track_tree_dir(int fd, const char *public_path);
+// For an *at() call: the public absolute path of `rel` under dirfd when dirfd is a tree directory
+// the emulator handed out; false otherwise.
+bool resolve_at(int dirfd, const char *rel, std::string &public_path);
 // Public name of a node ("/dev/dri/renderD128").
 std::string node_public_path(const NodeRef &node);
 

@@ -47,11 +47,16 @@ int do_open(const char *path, int flags, mode_t mode) {
   if (!rewrite_path(path, real_path)) return real::open(path, flags, mode);
   if (NodeRef node = node_at_rewritten(real_path)) return open_node(node, real_path, flags);
   // The tree is ours, not the caller's: nothing gets created in it.
-  return real::open(real_path.c_str(), flags & ~(O_CREAT | O_TRUNC), mode);
+  const int fd = real::open(real_path.c_str(), flags & ~(O_CREAT | O_TRUNC), mode);
+  struct stat st;
+  if (fd >= 0 && real::fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) track_tree_dir(fd, path);
+  return fd;
 }
 
 int do_openat(int dirfd, const char *path, int flags, mode_t mode) {
   if (path && path[0] == '/') return do_open(path, flags, mode);
+  std::string pub;
+  if (resolve_at(dirfd, path, pub)) return do_open(pub.c_str(), flags, mode);
   return real::openat(dirfd, path, flags, mode);
 }
 
@@ -79,6 +84,8 @@ int do_fstat(int fd, struct stat *st) {
 
 int do_fstatat(int dirfd, const char *path, struct stat *st, int flags) {
   if (path && path[0] == '/') return do_stat(path, st, !(flags & AT_SYMLINK_NOFOLLOW));
+  std::string pub;
+  if (resolve_at(dirfd, path, pub)) return do_stat(pub.c_str(), st, !(flags & AT_SYMLINK_NOFOLLOW));
   if (path && path[0] == '\0' && (flags & AT_EMPTY_PATH)) {
     const int r = real::fstatat(dirfd, path, st, flags);
     if (r == 0)
@@ -138,6 +145,8 @@ __attribute__((noinline)) int do_statx(int dirfd, const char *path, int flags, u
   NodeRef node;
   int r;
   std::string real_path;
+  std::string pub;
+  if (resolve_at(dirfd, path, pub)) path = pub.c_str();
   if (path && path[0] == '/' && rewrite_path(path, real_path)) {
     r = real::statx(dirfd, real_path.c_str(), flags, mask, stx);
     if (r == 0 && S_ISREG(stx->stx_mode)) node = node_at_rewritten(real_path);
@@ -152,10 +161,14 @@ __attribute__((noinline)) int do_statx(int dirfd, const char *path, int flags, u
 __attribute__((noinline)) ssize_t do_readlinkat(int dirfd, const char *path, char *buf,
                                                 size_t size) {
   if (path && path[0] == '/') return do_readlink(path, buf, size);
+  std::string pub;
+  if (resolve_at(dirfd, path, pub)) return do_readlink(pub.c_str(), buf, size);
   return real::readlinkat(dirfd, path, buf, size);
 }
 
 __attribute__((noinline)) int do_faccessat(int dirfd, const char *path, int mode, int flags) {
+  std::string pub;
+  if (resolve_at(dirfd, path, pub)) path = pub.c_str();
   std::string real_path;
   if (path && path[0] == '/' && rewrite_path(path, real_path))
     return real::faccessat(dirfd, real_path.c_str(), mode, flags);

@@ -112,6 +112,7 @@ int dispatch_ioctl(const std::shared_ptr<OpenFile> &file, unsigned long request,
       return dispatch_dma_buf(request, arg);
     case OpenFile::Kind::Syncobj:
     case OpenFile::Kind::SyncFile:
+    case OpenFile::Kind::TreeDir:
       return -ENOTTY;
   }
   return -ENOTTY;

@@ -40,6 +40,25 @@ TEST_CASE("render nodes stat as DRM character devices", "[nodes]") {
   CHECK(std::string(resolved).rfind("/sys/devices/", 0) == 0);
 }
 
+TEST_CASE("*at() calls relative to a tree directory fd resolve under its public name", "[nodes]") {
+  Fd dir(open("/dev/dri", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  REQUIRE(dir.get() >= 0);
+  struct stat st {};
+  REQUIRE(fstatat(dir.get(), "renderD128", &st, 0) == 0);
+  CHECK(S_ISCHR(st.st_mode));
+  Fd node(openat(dir.get(), "renderD128", O_RDWR | O_CLOEXEC));
+  REQUIRE(node.get() >= 0);
+  uint32_t v = 0;
+  CHECK(query_info(node.get(), AMDGPU_INFO_ACCEL_WORKING, &v, 4) == 0);
+  CHECK(v == 1);
+  Fd sys(open("/sys/dev/char/226:128/device", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  REQUIRE(sys.get() >= 0);
+  char target[256] = {};
+  REQUIRE(readlinkat(sys.get(), "subsystem", target, sizeof(target) - 1) > 0);
+  CHECK(std::string(target).find("bus/pci") != std::string::npos);
+  CHECK(faccessat(sys.get(), "vendor", R_OK, 0) == 0);
+}
+
 TEST_CASE("/dev/dri lists the nodes as character devices", "[nodes]") {
   DIR *d = opendir("/dev/dri");
   REQUIRE(d != nullptr);
