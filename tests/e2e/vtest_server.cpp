@@ -1,0 +1,181 @@
+#include "vtest_server.h"
+
+#include <fcntl.h>
+#include <link.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+
+extern char **environ;
+
+namespace rvgl::e2e {
+
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+const char *env_or_null(const char *name) {
+  const char *v = std::getenv(name);
+  return v && *v ? v : nullptr;
+}
+
+// Shared sanitizer runtimes loaded into this process, in load order.
+std::vector<std::string> sanitizer_runtimes() {
+  std::vector<std::string> found;
+  dl_iterate_phdr(
+      [](dl_phdr_info *info, size_t, void *data) {
+        const std::string name = info->dlpi_name ? info->dlpi_name : "";
+        for (const char *rt : {"libasan.so", "libtsan.so", "libubsan.so"})
+          if (name.find(rt) != std::string::npos)
+            static_cast<std::vector<std::string> *>(data)->push_back(name);
+        return 0;
+      },
+      &found);
+  return found;
+}
+
+bool is_socket(const std::string &path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0 && S_ISSOCK(st.st_mode);
+}
+
+}  // namespace
+
+bool e2e_configured(std::string *why) {
+  if (!env_or_null("RVGL_E2E_SERVER")) {
+    *why = "RVGL_E2E_SERVER is not set (run through meson test)";
+    return false;
+  }
+  if (!env_or_null("RVGL_E2E_PRELOAD")) {
+    *why = "RVGL_E2E_PRELOAD is not set (run through meson test)";
+    return false;
+  }
+  return true;
+}
+
+VtestServer::VtestServer(const ServerOptions &options) {
+  std::string why;
+  if (!e2e_configured(&why)) throw std::runtime_error(why);
+  const std::string server = env_or_null("RVGL_E2E_SERVER");
+
+  std::string tmpl = (fs::temp_directory_path() / "rvgl-e2e-XXXXXX").string();
+  if (!mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");
+  dir_ = tmpl;
+  socket_ = dir_ + "/vtest.sock";
+  log_path_ = dir_ + "/server.log";
+
+  // The environment: ours, minus any preload, plus the server's.
+  std::string preload;
+  for (const auto &rt : sanitizer_runtimes())
+    preload += rt + ":";
+  preload += env_or_null("RVGL_E2E_PRELOAD");
+  std::vector<std::string> env;
+  for (char **e = environ; *e; ++e) {
+    if (!std::strncmp(*e, "LD_PRELOAD=", 11) || !std::strncmp(*e, "RVGL_COMPUTE_ONLY=", 18))
+      continue;
+    env.emplace_back(*e);
+  }
+  env.push_back("LD_PRELOAD=" + preload);
+  env.push_back(std::string("RVGL_COMPUTE_ONLY=") + (options.compute_only ? "1" : "0"));
+  // The server is not instrumented and leaks at exit by design; only our libraries are checked.
+  env.push_back("ASAN_OPTIONS=detect_leaks=0:verify_asan_link_order=0");
+  for (const auto &e : options.extra_env)
+    env.push_back(e);
+  std::vector<char *> envp;
+  for (auto &e : env)
+    envp.push_back(e.data());
+  envp.push_back(nullptr);
+
+  // Note the '=': Debian's server takes a path after a space as its replay [file] argument.
+  std::vector<std::string> args = {server, "--socket-path=" + socket_};
+  if (options.one_process) {
+    args.push_back("--no-fork");
+    args.push_back("--multi-clients");
+  }
+  std::vector<char *> argv;
+  for (auto &a : args)
+    argv.push_back(a.data());
+  argv.push_back(nullptr);
+
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, STDOUT_FILENO, log_path_.c_str(),
+                                   O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  posix_spawn_file_actions_adddup2(&fa, STDOUT_FILENO, STDERR_FILENO);
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
+  posix_spawnattr_setpgroup(&attr, 0);  // its own group: stop() reaches the forked children
+  const int err = posix_spawn(&pid_, server.c_str(), &fa, &attr, argv.data(), envp.data());
+  posix_spawn_file_actions_destroy(&fa);
+  posix_spawnattr_destroy(&attr);
+  if (err) {
+    pid_ = -1;
+    fs::remove_all(dir_);
+    throw std::runtime_error("cannot start " + server + ": " + std::strerror(err));
+  }
+
+  const auto give_up = Clock::now() + std::chrono::seconds(10);
+  while (!is_socket(socket_)) {
+    if (!running() || Clock::now() > give_up) {
+      const std::string l = log();
+      stop();
+      throw std::runtime_error("the server did not open its socket; its output:\n" + l);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+}
+
+VtestServer::~VtestServer() {
+  stop();
+}
+
+bool VtestServer::running() {
+  if (pid_ < 0) return false;
+  int status;
+  return waitpid(pid_, &status, WNOHANG) == 0;
+}
+
+std::string VtestServer::log() const {
+  std::ifstream f(log_path_);
+  std::stringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+void VtestServer::stop() {
+  if (pid_ > 0) {
+    kill(-pid_, SIGTERM);
+    const auto give_up = Clock::now() + std::chrono::seconds(3);
+    int status;
+    while (waitpid(pid_, &status, WNOHANG) == 0) {
+      if (Clock::now() > give_up) {
+        kill(-pid_, SIGKILL);
+        waitpid(pid_, &status, 0);
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    kill(-pid_, SIGKILL);  // forked children still serving a client, if any
+    pid_ = -1;
+  }
+  if (!dir_.empty()) {
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+    dir_.clear();
+  }
+}
+
+}  // namespace rvgl::e2e
