@@ -178,6 +178,7 @@ bool FakeTree::build(const Config &cfg) {
       !make_dirs(dri_dir_ + "/by-path"))
     return false;
   if (!write_text(root_ + "/dev/udmabuf", "", 0666)) return false;
+  // drm_sysfs.c: the class's version attribute.
   if (!write_text(sys + "/class/drm/version", "drm 1.1.0 20060810\n")) return false;
 
   const std::string root_port = root_ + kPciRoot;
@@ -197,6 +198,8 @@ bool FakeTree::build(const Config &cfg) {
                   p.pci_class, p.pci_vendor, p.pci_device, p.pci_subvendor, p.pci_subdevice,
                   slot.c_str(), p.pci_vendor, p.pci_device, p.pci_subvendor, p.pci_subdevice,
                   (p.pci_class >> 16) & 0xff, (p.pci_class >> 8) & 0xff, p.pci_class & 0xff);
+    // The type-0 configuration header (PCI local bus spec): IDs at 0x00/0x02, command 0x04,
+    // status 0x06, revision 0x08, class code 0x09-0x0b, subsystem IDs at 0x2c/0x2e.
     uint8_t config[256] = {};
     config[0] = p.pci_vendor & 0xff;
     config[1] = p.pci_vendor >> 8;

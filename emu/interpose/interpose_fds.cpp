@@ -29,12 +29,22 @@ Emulator *tracking(int fd) {
   return e && e->fds().maybe_tracked(fd) ? e : nullptr;
 }
 
-// After a successful duplication, the new fd denotes the same emulator object.
-void copy_tracking(int from, int to) {
-  Emulator *e = tracking(from);
-  if (!e || to < 0) return;
+// After a successful duplication, the new fd denotes the same emulator object (and no longer
+// whatever `to` denoted before: dup2/dup3 closed it). Returns that previous object, to be released
+// by the caller outside the lock.
+std::shared_ptr<OpenFile> retrack(int from, int to) {
+  Emulator *e = Emulator::peek();
+  if (!e || to < 0) return nullptr;
+  const bool from_ours = e->fds().maybe_tracked(from), to_ours = e->fds().maybe_tracked(to);
+  if (!from_ours && !to_ours) return nullptr;
   std::lock_guard lk(e->mutex());
+  auto previous = e->fds().take(to);
   if (auto f = e->fds().get(from)) e->fds().set(to, std::move(f));
+  return previous;
+}
+
+void copy_tracking(int from, int to) {
+  retrack(from, to);
 }
 
 // The object previously at `fd`, removed from the table (released by the caller, unlocked).
@@ -126,17 +136,22 @@ int dup(int fd) noexcept {
 }
 
 int dup2(int fd, int to) noexcept {
-  if (fd == to) return real::dup2(fd, to);
-  auto old = untrack(to);
   const int r = real::dup2(fd, to);
-  if (r >= 0) copy_tracking(fd, r);
+  if (r >= 0 && fd != to) {
+    const int err = errno;
+    retrack(fd, to);  // the previous object of `to` is released here, unlocked
+    errno = err;
+  }
   return r;
 }
 
 int dup3(int fd, int to, int flags) noexcept {
-  auto old = fd != to ? untrack(to) : nullptr;
   const int r = real::dup3(fd, to, flags);
-  if (r >= 0) copy_tracking(fd, r);
+  if (r >= 0) {
+    const int err = errno;
+    retrack(fd, to);
+    errno = err;
+  }
   return r;
 }
 

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -19,6 +20,7 @@ int SpmUnit::acquire(uint64_t file_id, const std::string &state_dir) {
   std::lock_guard lk(mu_);
   if (owner_) return -EBUSY;
   // The arbitration the kernel does across processes: one owner per XCP machine-wide.
+  ::mkdir(state_dir.c_str(), 0700);  // normally there already (the fake tree lives in it)
   const std::string path = state_dir + "/spm-node" + std::to_string(node_) + ".lock";
   UniqueFd fd(real::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600));
   if (!fd) return -errno;

@@ -92,4 +92,13 @@ TEST_CASE("a dup'ed fd is the same file, a new open is not", "[isolation]") {
   a.reset();
   // The file lives on through its other descriptors.
   CHECK(gem_mmap_offset(dup_a.get(), h, &off) == 0);
+  // dup2 over another file's fd: that fd now names this file (and the other file is closed).
+  Fd other = open_render();
+  const auto before = counters();
+  REQUIRE(dup2(dup_a.get(), other.get()) == other.get());
+  CHECK(gem_mmap_offset(other.get(), h, &off) == 0);
+  CHECK(counters().device_files_open == before.device_files_open - 1);
+  // A failed dup2 leaves the target alone.
+  CHECK(dup2(12345, other.get()) == -1);
+  CHECK(gem_mmap_offset(other.get(), h, &off) == 0);
 }
