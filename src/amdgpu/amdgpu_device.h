@@ -43,7 +43,7 @@ class AmdgpuDevice {
   // AMDGPU_CTX_QUERY2_FLAGS_* of the context.
   int ctx_query_state2(uint32_t ctx_id, uint64_t *flags);
   int cs_submit(uint32_t ctx_id, std::span<const drm_amdgpu_cs_chunk> chunks, uint64_t *handle);
-  // 0 when the job completed without error, the job's error when it failed, -ETIME if busy.
+  // 0 when the job completed without error, the job's error when it failed, -EBUSY if busy.
   int wait_cs(uint32_t ctx_id, uint32_t ip, uint32_t ring, uint64_t handle, uint64_t timeout_ns);
 
   int syncobj_create(uint32_t flags, uint32_t *handle);

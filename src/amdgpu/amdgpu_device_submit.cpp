@@ -55,8 +55,8 @@ int AmdgpuDevice::wait_cs(uint32_t ctx_id, uint32_t ip, uint32_t ring, uint64_t 
   args.in.ctx_id = ctx_id;
   args.in.timeout = timeout_ns;  // the kernel takes an absolute timeout; 0 polls
   int r = ioctl(DRM_IOCTL_AMDGPU_WAIT_CS, &args);
-  if (r) return r;
-  return args.out.status ? -ETIME : 0;
+  if (r) return r;  // the job's own error (-ETIME after a timeout, -ECANCELED, ...)
+  return args.out.status ? -EBUSY : 0;
 }
 
 int AmdgpuDevice::syncobj_create(uint32_t flags, uint32_t *handle) {

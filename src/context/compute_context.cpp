@@ -31,10 +31,10 @@ std::shared_ptr<AmdgpuDevice> open_device(const Config &cfg, UniqueFd vmm_fd, in
 }  // namespace
 
 uint64_t ComputeContext::implemented_features() {
-  // The event ring (issue 7) joins as it lands. Foreign imports: attach_foreign, reached through
-  // vrend-hooks' ctx_attach_resource.
+  // Foreign imports: attach_foreign, reached through vrend-hooks' ctx_attach_resource.
   return RVGL_FEATURE_USERPTR | RVGL_FEATURE_USERPTR_RDONLY | RVGL_FEATURE_KERNEL_QUEUES |
-         RVGL_FEATURE_USER_QUEUES | RVGL_FEATURE_SPM | RVGL_FEATURE_RESOURCE_IMPORT;
+         RVGL_FEATURE_USER_QUEUES | RVGL_FEATURE_SPM | RVGL_FEATURE_RESOURCE_IMPORT |
+         RVGL_FEATURE_EVENT_RING;
 }
 
 int ComputeContext::probe_capset(const Config &cfg, rvgl_capset *out) {
@@ -100,6 +100,7 @@ std::unique_ptr<ComputeContext> ComputeContext::create(Options opts, int *err) {
                                       l.max_userptr_bytes);
   c->retirer_ = FenceRetirer::create(c->dev_, opts.async_fences, std::move(opts.on_fence), err);
   if (!c->retirer_) return nullptr;
+  c->retirer_->set_watch_callback([p = c.get()](uint32_t queue) { p->on_queue_drained(queue); });
   *err = 0;
   return c;
 }
@@ -111,6 +112,7 @@ ComputeContext::~ComputeContext() {
   // holding it dies.
   for (uint32_t xcp = 0; xcp < spm_.size(); ++xcp) release_spm(xcp);
   retirer_.reset();
+  events_.reset();
   queues_.clear();
   for (auto &m : va_.take_all()) unmap(m);
   resources_.clear();
@@ -134,6 +136,12 @@ int ComputeContext::create_fence(uint32_t ring_idx, uint64_t fence_id) {
     if (q && q->kernel && q->kernel->last_submitted()) {
       tl = q->kernel->timeline();
       point = q->kernel->last_submitted();
+    }
+  } else if (ring_idx == RVGL_RING_EVENTS) {
+    // Retires at once while the guest has unread records, else with the next record.
+    if (events_ && !events_->unread()) {
+      tl = events_->timeline();
+      point = events_->points() + 1;
     }
   } else if (rings_[ring_idx] == RingUse::kSpm) {
     const SpmSession *s = spm_[ring_queue_[ring_idx]].get();
@@ -172,6 +180,15 @@ int ComputeContext::create_shared_page(const BlobArgs &args, BlobExport *out) {
   out->fd_type = kFdTypeShm;
   out->map_info = kMapCached;
   out->size = RVGL_SHMEM_SIZE;
+  if (facts_.capset.features & RVGL_FEATURE_EVENT_RING) {
+    auto tl = SyncTimeline::create(dev_, &err);
+    if (!tl) {
+      shmem_.reset();
+      return err;
+    }
+    FenceRetirer *r = retirer_.get();
+    events_ = std::make_unique<EventRing>(shmem_->view(), std::move(tl), [r] { r->kick(); });
+  }
   resources_[args.res_id] = Resource{Resource::Kind::kSharedPage, nullptr};
   return 0;
 }
@@ -300,6 +317,69 @@ void ComputeContext::unmap(const VaMapping &m) {
 
 void ComputeContext::unmap_object(const MemoryObject *obj) {
   for (auto &m : va_.take_object(obj)) unmap(m);
+}
+
+// ---- health and events ----
+
+void ComputeContext::post_event(uint32_t type, uint32_t queue, uint64_t p0, uint64_t p1) {
+  if (events_) events_->post(type, queue, p0, p1);
+}
+
+void ComputeContext::on_queue_drained(uint32_t handle) {
+  std::shared_ptr<KernelQueue> q;
+  {
+    std::lock_guard lk(health_mu_);
+    auto it = health_queues_.find(handle);
+    if (it == health_queues_.end()) return;
+    q = it->second;
+  }
+  check_queue(handle, *q);
+}
+
+void ComputeContext::check_queue(uint32_t handle, KernelQueue &q) {
+  const KernelQueue::Observation o = q.observe();
+  uint32_t flags = 0;
+  bool lost = o.job_error != 0;
+  if (o.ctx_flags & AMDGPU_CTX_QUERY2_FLAGS_GUILTY) {
+    flags |= RVGL_QUEUE_FLAG_GUILTY;
+    lost = true;
+  } else if (o.ctx_flags & AMDGPU_CTX_QUERY2_FLAGS_RESET) {
+    flags |= RVGL_QUEUE_FLAG_INNOCENT;  // another context's hang reset the GPU under us
+  }
+  if (o.ctx_flags & AMDGPU_CTX_QUERY2_FLAGS_VRAMLOST) {
+    flags |= RVGL_QUEUE_FLAG_VRAM_LOST;
+    lost = true;
+  }
+  rvgl_drm_amdgpu_info_gpuvm_fault fault{};
+  if (lost) {
+    // The VM's last fault tells a fault from a hang; each distinct fault is reported once.
+    std::lock_guard lk(fault_mu_);
+    if (dev_->query_gpuvm_fault(&fault) == 0 && fault.status &&
+        (fault.addr != last_fault_.addr || fault.status != last_fault_.status)) {
+      last_fault_ = fault;
+      flags |= RVGL_QUEUE_FLAG_VM_FAULT;
+    } else {
+      fault = {};
+      if (o.job_error == -ETIME) flags |= RVGL_QUEUE_FLAG_HANG;
+    }
+  }
+  const uint32_t fresh = q.merge(flags, lost, o.job_error);
+  if (!fresh) return;
+  const uint64_t done = q.last_completed();
+  if (fresh & RVGL_QUEUE_FLAG_VM_FAULT)
+    post_event(RVGL_EVENT_VM_FAULT, handle, fault.addr,
+               fault.status | (uint64_t{fault.vmhub} << 32));
+  if (fresh & RVGL_QUEUE_FLAG_HANG) {
+    const uint64_t seq = q.first_failed_seq();
+    post_event(RVGL_EVENT_QUEUE_HANG, handle, seq ? seq : done, 0);
+  }
+  const uint64_t vram = (fresh & RVGL_QUEUE_FLAG_VRAM_LOST) ? RVGL_EVENT_RESET_VRAM_LOST : 0;
+  if (fresh & RVGL_QUEUE_FLAG_GUILTY)
+    post_event(RVGL_EVENT_QUEUE_RESET, handle, RVGL_EVENT_RESET_GUILTY | vram, done);
+  else if (fresh & (RVGL_QUEUE_FLAG_INNOCENT | RVGL_QUEUE_FLAG_VRAM_LOST))
+    post_event(RVGL_EVENT_QUEUE_RESET, handle, RVGL_EVENT_RESET_INNOCENT | vram, done);
+  if (vram && !vram_lost_reported_.exchange(true))
+    post_event(RVGL_EVENT_DEVICE_RESET, RVGL_EVENT_QUEUE_NONE, RVGL_EVENT_RESET_VRAM_LOST, 0);
 }
 
 ContextStats ComputeContext::stats() const {

@@ -9,6 +9,8 @@
 #include <sys/uio.h>
 
 #include <array>
+#include <atomic>
+#include <mutex>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -18,6 +20,7 @@
 
 #include "amdgpu/amdgpu_device.h"
 #include "amdgpu/device_probe.h"
+#include "events/event_ring.h"
 #include "context/command_table.h"
 #include "context/config.h"
 #include "context/frame_decoder.h"
@@ -114,7 +117,7 @@ class ComputeContext {
     std::shared_ptr<MemoryObject> object;  // null for the shared page
   };
   struct Queue {
-    std::unique_ptr<KernelQueue> kernel;
+    std::shared_ptr<KernelQueue> kernel;  // shared with the retire thread's health checks
     std::unique_ptr<UserQueue> user;
     uint32_t ring_idx = 0;
   };
@@ -150,6 +153,11 @@ class ComputeContext {
   int spm_check(uint32_t xcp) const;
   void release_spm(uint32_t xcp);
   uint64_t device_key() const;
+  // Looks at a kernel queue's health and posts an event for each condition seen for the first
+  // time (any thread: the retire thread when its work drains, the VMM's on QUEUE_STATE).
+  void check_queue(uint32_t handle, KernelQueue &q);
+  void on_queue_drained(uint32_t handle);
+  void post_event(uint32_t type, uint32_t queue, uint64_t p0, uint64_t p1);
 
   uint32_t ctx_id_;
   const Config &config_;
@@ -170,6 +178,13 @@ class ComputeContext {
   std::array<RingUse, RVGL_RING_COUNT> rings_{};
   std::array<uint32_t, RVGL_RING_COUNT> ring_queue_{};
   std::unique_ptr<FenceRetirer> retirer_;
+  std::unique_ptr<EventRing> events_;  // with the shared page
+  // Kernel queues the retire thread may look at, by handle (queues_ is the VMM thread's).
+  std::mutex health_mu_;
+  std::unordered_map<uint32_t, std::shared_ptr<KernelQueue>> health_queues_;
+  std::mutex fault_mu_;
+  rvgl_drm_amdgpu_info_gpuvm_fault last_fault_{};
+  std::atomic<bool> vram_lost_reported_{false};
   std::array<std::unique_ptr<SpmSession>, 1> spm_;  // per XCP of the context's node
   UserptrStrategy last_userptr_strategy_ = UserptrStrategy::kStitched;
   uint32_t last_userptr_objects_ = 0;

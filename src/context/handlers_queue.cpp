@@ -28,7 +28,9 @@ int32_t ComputeContext::cmd_queue_create(const Request &req, Response &rsp) {
   if (q.kind == RVGL_QUEUE_KIND_KERNEL) {
     if (!(cap.features & RVGL_FEATURE_KERNEL_QUEUES) || !(cap.kernel_queue_ip_mask & (1u << q.ip)))
       return -ENODEV;
-    if (int err = KernelQueue::create(dev_, q.ip, q.priority, &entry->kernel)) return err;
+    std::unique_ptr<KernelQueue> kq;
+    if (int err = KernelQueue::create(dev_, q.ip, q.priority, &kq)) return err;
+    entry->kernel = std::move(kq);
   } else {
     if (!(cap.features & RVGL_FEATURE_USER_QUEUES) || !(cap.user_queue_ip_mask & (1u << q.ip)))
       return -ENODEV;
@@ -43,8 +45,13 @@ int32_t ComputeContext::cmd_queue_create(const Request &req, Response &rsp) {
       return -EINVAL;
     if (int err = UserQueue::create(dev_, q, db->segments()[0].handle, &entry->user)) return err;
   }
+  std::shared_ptr<KernelQueue> kq = entry->kernel;
   const uint32_t handle = queues_.insert(std::move(entry));
   if (!handle) return -ENOSPC;
+  if (kq) {
+    std::lock_guard lk(health_mu_);
+    health_queues_[handle] = std::move(kq);
+  }
   rings_[q.ring_idx] = RingUse::kQueue;
   ring_queue_[q.ring_idx] = handle;
   rsp.as<rvgl_rsp_queue_create>().queue = handle;
@@ -55,6 +62,11 @@ int32_t ComputeContext::cmd_queue_destroy(const Request &req, Response &) {
   const auto &q = req.as<rvgl_req_queue_destroy>();
   std::shared_ptr<Queue> entry = queues_.remove(q.queue);
   if (!entry) return -ENOENT;
+  retirer_->unwatch(q.queue);
+  {
+    std::lock_guard lk(health_mu_);
+    health_queues_.erase(q.queue);
+  }
   // Fences already on the ring keep the queue's timeline alive and retire when the GPU is done.
   rings_[entry->ring_idx] = RingUse::kFree;
   ring_queue_[entry->ring_idx] = 0;
@@ -94,6 +106,8 @@ int32_t ComputeContext::cmd_submit(const Request &req, Response &rsp) {
   }
   uint64_t seq;
   if (int err = entry->kernel->submit(ibs, waits, resident_.entries(), &seq)) return err;
+  // Look at the queue's health when this work drains, fence or no fence.
+  retirer_->watch(q.queue, entry->kernel->timeline(), seq);
   rsp.as<rvgl_rsp_submit>().seq = seq;
   return 0;
 }
@@ -104,7 +118,8 @@ int32_t ComputeContext::cmd_queue_state(const Request &req, Response &rsp) {
   if (!entry) return -ENOENT;
   auto &r = rsp.as<rvgl_rsp_queue_state>();
   if (entry->kernel) {
-    entry->kernel->query_state(&r);
+    check_queue(q.queue, *entry->kernel);
+    entry->kernel->fill_state(&r);
   } else {
     r.state = RVGL_QUEUE_STATE_OK;  // the guest tracks its own ring
   }

@@ -41,8 +41,10 @@ int32_t ComputeContext::cmd_spm_acquire(const Request &req, Response &) {
   // Runs on the SPM worker. The shared page outlives every session (destroy releases SPM first),
   // and a request with a response slot was only accepted once the page existed: set_dest()'s
   // lock orders that before this call.
-  auto done = [this](uint32_t rsp_off, const rvgl_rsp_spm_set_dest &rsp) {
-    if (shmem_)
+  const uint32_t xcp = q.xcp;
+  auto done = [this, xcp](uint32_t rsp_off, const rvgl_rsp_spm_set_dest &rsp) {
+    if (rsp.has_data_loss) post_event(RVGL_EVENT_SPM_DATA_LOSS, xcp, rsp.has_data_loss, 0);
+    if (rsp_off != RVGL_RSP_NONE && shmem_)
       shmem_->view().write_response(rsp_off, {reinterpret_cast<const uint8_t *>(&rsp), sizeof(rsp)});
   };
   FenceRetirer *retirer = retirer_.get();

@@ -5,8 +5,21 @@
 
 #include <cerrno>
 #include <climits>
+#include <ctime>
 
 namespace rvgl {
+
+namespace {
+
+constexpr int64_t kSafetyNetNs = 250'000'000;
+
+int64_t now_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
+}
+
+}  // namespace
 
 std::unique_ptr<FenceRetirer> FenceRetirer::create(std::shared_ptr<AmdgpuDevice> dev, bool async,
                                                    Callback cb, int *err) {
@@ -24,15 +37,17 @@ std::unique_ptr<FenceRetirer> FenceRetirer::create(std::shared_ptr<AmdgpuDevice>
 }
 
 FenceRetirer::~FenceRetirer() {
+  if (!thread_.joinable()) return;  // create() failed before starting it
   {
     std::lock_guard lk(mu_);
     stop_ = true;
   }
   kick();
-  if (thread_.joinable()) thread_.join();
+  thread_.join();
 }
 
 void FenceRetirer::kick() {
+  if (!wake_) return;
   uint64_t point;
   {
     std::lock_guard lk(mu_);
@@ -56,6 +71,40 @@ void FenceRetirer::add(uint32_t ring_idx, uint64_t fence_id,
     rings_[ring_idx].push_back({fence_id, std::move(timeline), point});
   }
   kick();
+}
+
+void FenceRetirer::set_watch_callback(WatchCallback cb) {
+  std::lock_guard lk(mu_);
+  watch_cb_ = std::move(cb);
+}
+
+void FenceRetirer::watch(uint32_t key, std::shared_ptr<SyncTimeline> timeline, uint64_t point) {
+  bool wake;
+  {
+    std::lock_guard lk(mu_);
+    auto [it, inserted] = watches_.insert_or_assign(key, Watch{std::move(timeline), point});
+    // An existing watch is already in the thread's wait set: it wakes at the old point and then
+    // waits for the new one, so no extra wakeup (and ioctl) per submission.
+    wake = inserted;
+    (void)it;
+  }
+  if (wake) kick();
+}
+
+void FenceRetirer::unwatch(uint32_t key) {
+  std::lock_guard lk(mu_);
+  watches_.erase(key);
+}
+
+void FenceRetirer::collect_watches(std::vector<uint32_t> *fired) {
+  for (auto it = watches_.begin(); it != watches_.end();) {
+    if (it->second.timeline->value() >= it->second.point) {
+      fired->push_back(it->first);
+      it = watches_.erase(it);
+    } else {
+      ++it;
+    }
+  }
 }
 
 void FenceRetirer::collect_done(std::vector<Done> *done) {
@@ -120,11 +169,13 @@ size_t FenceRetirer::pending() const {
 
 void FenceRetirer::run() {
   std::vector<Done> done;
+  std::vector<uint32_t> fired;
   std::vector<uint32_t> handles;
   std::vector<uint64_t> points;
   std::vector<std::shared_ptr<SyncTimeline>> hold;  // keeps waited-on syncobjs alive
   for (;;) {
     done.clear();
+    fired.clear();
     handles.clear();
     points.clear();
     hold.clear();
@@ -132,19 +183,36 @@ void FenceRetirer::run() {
       std::lock_guard lk(mu_);
       if (stop_) return;
       collect_done(&done);
+      collect_watches(&fired);
       for (const auto &q : rings_) {
         if (q.empty() || !q.front().timeline) continue;
         hold.push_back(q.front().timeline);
         handles.push_back(q.front().timeline->handle());
         points.push_back(q.front().point);
       }
+      for (const auto &[key, w] : watches_) {
+        hold.push_back(w.timeline);
+        handles.push_back(w.timeline->handle());
+        points.push_back(w.point);
+      }
       // Any add()/kick() after this point signals a later wake point and ends the wait.
       handles.push_back(wake_->handle());
       points.push_back(wake_point_ + 1);
     }
     deliver(done);
-    if (!done.empty()) continue;  // heads moved: rebuild the wait set
-    int r = dev_->syncobj_timeline_wait(handles, points, INT64_MAX,
+    if (!fired.empty()) {
+      WatchCallback cb;
+      {
+        std::lock_guard lk(mu_);
+        cb = watch_cb_;
+      }
+      for (uint32_t key : fired)
+        if (cb) cb(key);
+    }
+    if (!done.empty() || !fired.empty()) continue;  // something moved: rebuild the wait set
+    // Sleeps until something completes or a kick arrives. The bounded timeout is only a safety
+    // net: a kick whose signal ioctl failed must not leave fences unretired forever.
+    int r = dev_->syncobj_timeline_wait(handles, points, now_ns() + kSafetyNetNs,
                                         DRM_SYNCOBJ_WAIT_FLAGS_WAIT_FOR_SUBMIT, nullptr);
     if (r && r != -ETIME) usleep(1000);  // never spin on a broken device
   }

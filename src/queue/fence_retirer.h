@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -24,6 +25,8 @@ namespace rvgl {
 class FenceRetirer {
  public:
   using Callback = std::function<void(uint32_t ring_idx, uint64_t fence_id)>;
+  // Runs on the retire thread when a watched timeline reaches its point.
+  using WatchCallback = std::function<void(uint32_t key)>;
 
   // async: deliver from the retire thread; else through poll_fd()/poll().
   static std::unique_ptr<FenceRetirer> create(std::shared_ptr<AmdgpuDevice> dev, bool async,
@@ -40,6 +43,13 @@ class FenceRetirer {
 
   // Wakes the thread to re-check (a host-signalled timeline moved).
   void kick();
+
+  // Calls the watch callback with `key` once `timeline` reaches `point` (a later watch of the same
+  // key replaces an earlier one). Used to look at a queue's health whenever its work drains,
+  // whether or not the guest asked for a fence.
+  void set_watch_callback(WatchCallback cb);
+  void watch(uint32_t key, std::shared_ptr<SyncTimeline> timeline, uint64_t point);
+  void unwatch(uint32_t key);
 
   // Counters for tests and benchmarks.
   uint64_t delivered() const;
@@ -60,6 +70,7 @@ class FenceRetirer {
       : dev_(std::move(dev)), async_(async), cb_(std::move(cb)) {}
   void run();
   void collect_done(std::vector<Done> *done);
+  void collect_watches(std::vector<uint32_t> *fired);
   void deliver(std::vector<Done> &done);
 
   std::shared_ptr<AmdgpuDevice> dev_;
@@ -71,6 +82,12 @@ class FenceRetirer {
   mutable std::mutex mu_;
   std::deque<Pending> rings_[RVGL_RING_COUNT];
   std::deque<Done> ready_;  // non-async mode: waiting for poll()
+  struct Watch {
+    std::shared_ptr<SyncTimeline> timeline;
+    uint64_t point;
+  };
+  std::map<uint32_t, Watch> watches_;
+  WatchCallback watch_cb_;
   uint64_t wake_point_ = 0;
   uint64_t delivered_ = 0;
   bool stop_ = false;

@@ -7,6 +7,13 @@ namespace rvgl {
 
 namespace {
 
+// Errors the kernel gives a failed job's fence (timeout, cancelled by a reset or a guilty context,
+// device gone, uncorrectable memory error). Anything else from WAIT_CS is a failure of the query
+// itself and says nothing about the job.
+bool is_job_error(int r) {
+  return r == -ETIME || r == -ECANCELED || r == -ENODEV || r == -EHWPOISON;
+}
+
 int32_t kernel_priority(uint32_t p) {
   switch (p) {
     case RVGL_PRIORITY_LOW: return AMDGPU_CTX_PRIORITY_LOW;
@@ -50,7 +57,7 @@ KernelQueue::~KernelQueue() {
 
 int KernelQueue::submit(std::span<const rvgl_ib> ibs, std::span<const TimelinePoint> waits,
                         std::span<const drm_amdgpu_bo_list_entry> bos, uint64_t *seq) {
-  if (lost_) return -ECANCELED;
+  if (lost()) return -ECANCELED;
   const uint32_t ip = hw_ip();
   std::vector<drm_amdgpu_cs_chunk_ib> ib_data(ibs.size());
   for (size_t i = 0; i < ibs.size(); ++i) {
@@ -81,39 +88,66 @@ int KernelQueue::submit(std::span<const rvgl_ib> ibs, std::span<const TimelinePo
   uint64_t handle;
   int err = dev_->cs_submit(ctx_id_, chunks, &handle);
   if (err) {
-    if (err == -ECANCELED || err == -ENODEV) mark_lost(err);
+    if (err == -ECANCELED || err == -ENODEV) merge(0, true, err);
     return err;
   }
-  last_seq_ = next;
-  last_handle_ = handle;
+  last_seq_.store(next, std::memory_order_release);
+  last_handle_.store(handle, std::memory_order_release);
+  {
+    std::lock_guard lk(mu_);
+    recent_.emplace_back(next, handle);
+    if (recent_.size() > kRecent) recent_.pop_front();
+  }
   *seq = next;
   return 0;
 }
 
-void KernelQueue::query_state(rvgl_rsp_queue_state *rsp) {
-  uint64_t flags = 0;
-  if (dev_->ctx_query_state2(ctx_id_, &flags) == 0) {
-    if (flags & AMDGPU_CTX_QUERY2_FLAGS_GUILTY) {
-      rsp->flags |= RVGL_QUEUE_FLAG_GUILTY;
-      mark_lost(-ECANCELED);
-    } else if (flags & AMDGPU_CTX_QUERY2_FLAGS_RESET) {
-      rsp->flags |= RVGL_QUEUE_FLAG_INNOCENT;
-      mark_lost(-ECANCELED);
-    }
-    if (flags & AMDGPU_CTX_QUERY2_FLAGS_VRAMLOST) {
-      rsp->flags |= RVGL_QUEUE_FLAG_VRAM_LOST;
-      mark_lost(-ECANCELED);
-    }
+KernelQueue::Observation KernelQueue::observe() const {
+  Observation o;
+  dev_->ctx_query_state2(ctx_id_, &o.ctx_flags);
+  if (const uint64_t h = last_handle_.load(std::memory_order_acquire)) {
+    // The job's own error (a VM fault, a timeout, a cancellation) when it failed.
+    const int r = dev_->wait_cs(ctx_id_, hw_ip(), 0, h, 0);
+    if (is_job_error(r)) o.job_error = r;
   }
-  if (last_handle_) {
-    // The job's own error (a VM fault, a timeout) when it failed.
-    int r = dev_->wait_cs(ctx_id_, hw_ip(), 0, last_handle_, 0);
-    if (r && r != -ETIME) mark_lost(r);
+  return o;
+}
+
+uint32_t KernelQueue::merge(uint32_t flags, bool lost, int error) {
+  std::lock_guard lk(mu_);
+  const uint32_t fresh = flags & ~flags_;
+  flags_ |= flags;
+  if (lost && !lost_) {
+    lost_ = true;
+    first_error_ = error ? error : -ECANCELED;
   }
+  return fresh;
+}
+
+uint64_t KernelQueue::first_failed_seq() const {
+  std::deque<std::pair<uint64_t, uint64_t>> recent;
+  {
+    std::lock_guard lk(mu_);
+    recent = recent_;
+  }
+  for (const auto &[seq, handle] : recent) {
+    if (is_job_error(dev_->wait_cs(ctx_id_, hw_ip(), 0, handle, 0))) return seq;
+  }
+  return 0;
+}
+
+bool KernelQueue::lost() const {
+  std::lock_guard lk(mu_);
+  return lost_;
+}
+
+void KernelQueue::fill_state(rvgl_rsp_queue_state *rsp) const {
+  std::lock_guard lk(mu_);
   rsp->state = lost_ ? RVGL_QUEUE_STATE_LOST : RVGL_QUEUE_STATE_OK;
-  rsp->last_submitted_seq = last_seq_;
-  rsp->last_completed_seq = last_completed();
+  rsp->flags = flags_;
   rsp->error = first_error_;
+  rsp->last_submitted_seq = last_seq_.load(std::memory_order_acquire);
+  rsp->last_completed_seq = timeline_->value();
 }
 
 }  // namespace rvgl

@@ -11,6 +11,13 @@ std::shared_ptr<SyncTimeline> SyncTimeline::create(std::shared_ptr<AmdgpuDevice>
 
 SyncTimeline::~SyncTimeline() { dev_->syncobj_destroy(handle_); }
 
+int SyncTimeline::signal(uint64_t point) {
+  int r = 0;
+  for (int attempt = 0; attempt < 3; ++attempt)
+    if ((r = dev_->syncobj_timeline_signal(handle_, point)) == 0) return 0;
+  return r;
+}
+
 uint64_t SyncTimeline::value() const {
   uint64_t v = 0;
   return dev_->syncobj_query(handle_, &v) ? 0 : v;

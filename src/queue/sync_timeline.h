@@ -20,7 +20,8 @@ class SyncTimeline {
   uint32_t handle() const { return handle_; }
   // Highest signalled point (0 on error).
   uint64_t value() const;
-  int signal(uint64_t point) { return dev_->syncobj_timeline_signal(handle_, point); }
+  // Host-side signal; retried, since a lost signal would leave a waiter asleep.
+  int signal(uint64_t point);
 
  private:
   SyncTimeline(std::shared_ptr<AmdgpuDevice> dev, uint32_t h) : dev_(std::move(dev)), handle_(h) {}

@@ -95,7 +95,7 @@ void SpmSession::run() {
     }
     retired = {};
     job.dst = {};
-    if (job.rsp_off != RVGL_RSP_NONE) done_(job.rsp_off, rsp);
+    done_(job.rsp_off, rsp);
     timeline_->signal(point);
     signalled_();
   }

@@ -26,7 +26,8 @@ class SpmSession {
     uint8_t *host = nullptr;
     uint32_t size = 0;
   };
-  // Called on the worker when a SET_DEST finished: the response to write (header included).
+  // Called on the worker when a SET_DEST finished: the response to write (header included);
+  // rsp_off is RVGL_RSP_NONE when the guest asked for none.
   using Completion = std::function<void(uint32_t rsp_off, const rvgl_rsp_spm_set_dest &rsp)>;
   using Signal = std::function<void()>;  // a ring point was signalled: wake the fence retirer
 

@@ -1,0 +1,62 @@
+// Shared pieces of the robustness suite: emulator knobs and counters, event reading, a small
+// scripted guest workload.
+#pragma once
+
+#include <chrono>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "../tools/common/amd_packets.h"
+#include "rvgl_emu.h"
+#include "support/context_harness.h"
+
+namespace rvgl::test {
+
+inline rvgl_emu_counters emu_counters() {
+  rvgl_emu_counters c{};
+  rvgl_emu_get_counters(&c, sizeof(c));
+  return c;
+}
+
+// Sets an emulator knob for a scope; restores `restore` after.
+class ScopedKnob {
+ public:
+  ScopedKnob(const char *name, const std::string &value, const char *restore = "0")
+      : name_(name), restore_(restore) {
+    ok_ = rvgl_emu_set_knob(name, value.c_str()) == 0;
+  }
+  ~ScopedKnob() { rvgl_emu_set_knob(name_.c_str(), restore_.c_str()); }
+  bool ok() const { return ok_; }
+
+ private:
+  std::string name_, restore_;
+  bool ok_;
+};
+
+// Reads the event records the host wrote since the last call, as a guest does.
+inline std::vector<rvgl_event> read_events(ContextHarness &h) {
+  std::vector<rvgl_event> out;
+  auto *hdr = reinterpret_cast<rvgl_shmem_header *>(h.shmem());
+  const uint32_t w = __atomic_load_n(&hdr->event_wptr, __ATOMIC_ACQUIRE);
+  for (uint32_t r = hdr->event_rptr; r != w; ++r) {
+    rvgl_event e;
+    std::memcpy(&e, h.shmem() + RVGL_EVENT_RING_OFFSET + (r % RVGL_EVENT_RING_ENTRIES) * sizeof(e),
+                sizeof(e));
+    out.push_back(e);
+  }
+  __atomic_store_n(&hdr->event_rptr, w, __ATOMIC_RELEASE);
+  return out;
+}
+
+inline bool wait_for(const std::function<bool()> &cond, int timeout_ms = 5000) {
+  const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  while (!cond()) {
+    if (std::chrono::steady_clock::now() > end) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return true;
+}
+
+}  // namespace rvgl::test

@@ -1,0 +1,173 @@
+// Issue 7: faults, hangs and resets reach the guest as events; other queues and contexts go on.
+#include <catch2/catch.hpp>
+
+#include <cerrno>
+
+#include "robustness/robust_support.h"
+
+using namespace rvgl;
+using namespace rvgl::test;
+namespace pk = rvgl::packets;
+
+namespace {
+
+constexpr uint64_t kPage = 4096;
+
+// A context with a mapped data buffer at va_start, an IB buffer above it and one queue per IP.
+struct Guest {
+  ContextHarness h;
+  ContextHarness::HostBuffer data, ib;
+  uint32_t compute = 0, sdma = 0;
+  uint64_t va = 0;
+  uint32_t ib_off = 0;
+  explicit Guest(uint32_t ctx_id, bool async = true) : h(test_config(), async, ctx_id) {
+    h.create_shmem();
+    va = h.capset().va_start;
+    data = h.mapped_bo(64 * kPage);
+    ib = h.mapped_bo(64 * kPage);
+    REQUIRE(h.va_map(data.bo, 0, 0, va, 64 * kPage) == 0);
+    REQUIRE(h.va_map(ib.bo, 0, 0, va + (1 << 24), 64 * kPage) == 0);
+    int32_t r;
+    compute = h.queue_create(RVGL_IP_COMPUTE, 1, &r);
+    REQUIRE(r == 0);
+    sdma = h.queue_create(RVGL_IP_SDMA, 2, &r);
+    REQUIRE(r == 0);
+  }
+  // A PM4 write of `value` at GPU VA `dst` on the compute queue; returns the submit result.
+  int32_t write(uint64_t dst, uint32_t value, uint32_t queue = 0) {
+    std::vector<uint32_t> dw;
+    pk::pm4_write_data(dw, dst, {value});
+    int32_t r;
+    ib_off = (ib_off + 256) % (64 * kPage);
+    h.submit(queue ? queue : compute, {ContextHarness::write_ib(ib, va + (1 << 24), dw, ib_off)},
+             {}, &r);
+    return r;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("a GPU VM fault reaches the guilty guest; an innocent one keeps working", "[robust][events]") {
+  Guest bad(1), good(2);
+  const uint64_t hole = bad.va + (1ull << 30);  // mapped nowhere
+  REQUIRE(bad.write(hole + 0x40, 1) == 0);
+  std::vector<rvgl_event> ev;
+  REQUIRE(wait_for([&] {
+    auto more = read_events(bad.h);
+    ev.insert(ev.end(), more.begin(), more.end());
+    bool reset = false;
+    for (const auto &e : ev) reset |= e.type == RVGL_EVENT_QUEUE_RESET;
+    return reset;
+  }));
+  bool fault = false, guilty = false;
+  for (const auto &e : ev) {
+    if (e.type == RVGL_EVENT_VM_FAULT) {
+      fault = true;
+      CHECK(e.queue == bad.compute);
+      CHECK((e.payload[0] & ~0xfffull) == ((hole + 0x40) & ~0xfffull));
+      CHECK((e.payload[1] & 0xffffffffu) != 0);  // status
+    }
+    if (e.type == RVGL_EVENT_QUEUE_RESET) guilty |= (e.payload[0] & RVGL_EVENT_RESET_GUILTY) != 0;
+  }
+  CHECK(fault);
+  CHECK(guilty);
+  auto st = bad.h.queue_state(bad.compute);
+  CHECK(st.state == RVGL_QUEUE_STATE_LOST);
+  CHECK((st.flags & RVGL_QUEUE_FLAG_VM_FAULT) != 0);
+  CHECK(bad.write(bad.va, 2) == -ECANCELED);
+
+  // The innocent context, and the faulting context's other queue, still work.
+  REQUIRE(good.write(good.va, 0xabc) == 0);
+  REQUIRE(good.h.fence(1, 5) == 0);
+  REQUIRE(good.h.wait_fence(1, 5));
+  CHECK(good.data.ptr<uint32_t>()[0] == 0xabc);
+  CHECK(read_events(good.h).empty());
+  CHECK(good.h.queue_state(good.compute).state == RVGL_QUEUE_STATE_OK);
+}
+
+TEST_CASE("a hung queue is reported, then destroyed and recreated", "[robust][events]") {
+  ScopedKnob lockup("RVGL_EMU_LOCKUP_TIMEOUT_MS", "150", "10000");
+  ScopedKnob hang("RVGL_EMU_HANG_JOB", "2");
+  Guest g(3);
+  REQUIRE(g.write(g.va, 1) == 0);  // job 1 runs
+  REQUIRE(g.write(g.va + 4, 2) == 0);  // job 2 hangs
+  std::vector<rvgl_event> ev;
+  REQUIRE(wait_for([&] {
+    auto more = read_events(g.h);
+    ev.insert(ev.end(), more.begin(), more.end());
+    for (const auto &e : ev)
+      if (e.type == RVGL_EVENT_QUEUE_HANG) return true;
+    return false;
+  }));
+  for (const auto &e : ev)
+    if (e.type == RVGL_EVENT_QUEUE_HANG) {
+      CHECK(e.queue == g.compute);
+      CHECK(e.payload[0] == 2);
+    }
+  auto st = g.h.queue_state(g.compute);
+  CHECK(st.state == RVGL_QUEUE_STATE_LOST);
+  CHECK((st.flags & RVGL_QUEUE_FLAG_HANG) != 0);
+  CHECK(st.error == -ETIME);
+  REQUIRE(g.h.queue_destroy(g.compute) == 0);
+  int32_t r;
+  g.compute = g.h.queue_create(RVGL_IP_COMPUTE, 1, &r);
+  REQUIRE(r == 0);
+  REQUIRE(g.write(g.va + 8, 3) == 0);  // job 1 of the new queue
+  REQUIRE(g.h.fence(1, 9) == 0);
+  REQUIRE(g.h.wait_fence(1, 9));
+  CHECK(g.data.ptr<uint32_t>()[2] == 3);
+}
+
+TEST_CASE("a GPU reset with VRAM lost reaches innocent queues and the device", "[robust][events]") {
+  ScopedKnob vram("RVGL_EMU_RESET_VRAM_LOST", "1");
+  ScopedKnob reset("RVGL_EMU_RESET_JOB", "1");
+  Guest g(4);
+  REQUIRE(g.write(g.va, 1) == 0);
+  std::vector<rvgl_event> ev;
+  REQUIRE(wait_for([&] {
+    auto more = read_events(g.h);
+    ev.insert(ev.end(), more.begin(), more.end());
+    for (const auto &e : ev)
+      if (e.type == RVGL_EVENT_DEVICE_RESET) return true;
+    return false;
+  }));
+  bool innocent = false;
+  for (const auto &e : ev)
+    if (e.type == RVGL_EVENT_QUEUE_RESET) {
+      innocent |= (e.payload[0] & RVGL_EVENT_RESET_INNOCENT) != 0;
+      CHECK((e.payload[0] & RVGL_EVENT_RESET_VRAM_LOST) != 0);
+    }
+  CHECK(innocent);
+  CHECK(g.h.queue_state(g.compute).state == RVGL_QUEUE_STATE_LOST);
+}
+
+TEST_CASE("the event ring overflows without blocking and counts what it dropped", "[robust][events]") {
+  Guest g(5);
+  // Faults from many queues, none consumed: at most 128 records, the rest counted.
+  const auto *hdr = reinterpret_cast<const rvgl_shmem_header *>(g.h.shmem());
+  for (uint32_t i = 0; i < 80; ++i) {  // two records each (fault, reset): 160 > 128
+    int32_t r;
+    const uint32_t q = g.h.queue_create(RVGL_IP_COMPUTE, 10, &r);
+    REQUIRE(r == 0);
+    REQUIRE(g.write(g.va + (1ull << 31) + i * 0x10000, 1, q) == 0);
+    REQUIRE(wait_for([&] { return g.h.queue_state(q).state == RVGL_QUEUE_STATE_LOST; }));
+    REQUIRE(g.h.queue_destroy(q) == 0);
+  }
+  REQUIRE(wait_for([&] { return hdr->event_wptr + hdr->event_overflow >= 160; }));
+  CHECK(hdr->event_wptr == RVGL_EVENT_RING_ENTRIES);
+  CHECK(hdr->event_overflow > 0);
+  auto ev = read_events(g.h);
+  CHECK(ev.size() == RVGL_EVENT_RING_ENTRIES);
+  for (size_t i = 0; i < ev.size(); ++i) CHECK(ev[i].seq == i + 1);
+}
+
+TEST_CASE("a fence on the events ring retires when a record arrives", "[robust][events]") {
+  Guest g(6, /*async=*/false);
+  REQUIRE(g.h.fence(RVGL_RING_EVENTS, 1) == 0);
+  CHECK_FALSE(g.h.wait_fence(RVGL_RING_EVENTS, 1, 100));  // nothing happened yet
+  REQUIRE(g.write(g.va + (1ull << 30), 1) == 0);         // fault
+  CHECK(g.h.wait_fence(RVGL_RING_EVENTS, 1));
+  // Records unread: the next events fence retires at once.
+  REQUIRE(g.h.fence(RVGL_RING_EVENTS, 2) == 0);
+  CHECK(g.h.wait_fence(RVGL_RING_EVENTS, 2, 1000));
+}

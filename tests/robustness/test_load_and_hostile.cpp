@@ -1,0 +1,198 @@
+// Issue 7: many contexts and queues submitting concurrently with random destroys; a hostile
+// context probing other contexts' names and ranges.
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <random>
+#include <thread>
+
+#include "robustness/robust_support.h"
+
+using namespace rvgl;
+using namespace rvgl::test;
+namespace pk = rvgl::packets;
+
+namespace {
+
+constexpr uint64_t kPage = 4096;
+
+// One guest context with its own queues, driven by one thread (the VMM calls a context from one
+// thread at a time; different contexts run on different threads here).
+struct LoadGuest {
+  std::unique_ptr<ContextHarness> h;
+  ContextHarness::HostBuffer data, ib;
+  std::vector<uint32_t> queues;
+  uint64_t va = 0;
+  uint64_t next_fence = 1;
+  uint64_t fences_created = 0;
+
+  void start(uint32_t ctx_id, uint32_t nqueues) {
+    h = std::make_unique<ContextHarness>(test_config(), (ctx_id & 1) != 0, ctx_id);
+    h->create_shmem();
+    va = h->capset().va_start;
+    data = h->mapped_bo(16 * kPage);
+    ib = h->mapped_bo(16 * kPage);
+    REQUIRE(h->va_map(data.bo, 0, 0, va, 16 * kPage) == 0);
+    REQUIRE(h->va_map(ib.bo, 0, 0, va + (1 << 24), 16 * kPage) == 0);
+    queues.clear();
+    for (uint32_t i = 0; i < nqueues; ++i) {
+      int32_t r;
+      queues.push_back(h->queue_create(i % 2 ? RVGL_IP_SDMA : RVGL_IP_COMPUTE, 1 + i, &r));
+      REQUIRE(r == 0);
+    }
+  }
+  // Returns the number of fences that retired before the context went away.
+  uint64_t stop() {
+    uint64_t retired = h->fences().snapshot().size();
+    h.reset();
+    data = {};
+    ib = {};
+    return retired;
+  }
+  void step(std::mt19937 &rng) {
+    const uint32_t qi = rng() % queues.size();
+    std::vector<uint32_t> dw;
+    const uint64_t slot = va + (rng() % 1024) * 4;
+    if (qi % 2) {
+      pk::sdma_fence(dw, slot, static_cast<uint32_t>(rng()));
+      pk::sdma_pad(dw);
+    } else {
+      pk::pm4_write_data(dw, slot, {static_cast<uint32_t>(rng())});
+    }
+    int32_t r;
+    h->submit(queues[qi], {ContextHarness::write_ib(ib, va + (1 << 24), dw, (qi * 4 + rng() % 4) * 1024)},
+              {}, &r);
+    REQUIRE(r == 0);
+    REQUIRE(h->fence(1 + qi, next_fence++) == 0);
+    ++fences_created;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("load: 32 contexts x 4 queues, concurrent submits, random destroys", "[robust][load]") {
+  const auto base = emu_counters();
+  ScopedKnob latency("RVGL_EMU_JOB_LATENCY_US", "200");
+  const char *env = std::getenv("RVGL_SOAK_SECONDS");  // opt-in longer soak
+  const int seconds = env ? std::atoi(env) : 3;
+  constexpr uint32_t kThreads = 4, kPerThread = 8, kQueues = 4;
+  std::atomic<uint64_t> created{0}, retired{0}, cancelled{0}, destroys{0};
+  std::vector<std::thread> threads;
+  for (uint32_t t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      std::mt19937 rng(1234 + t);
+      std::vector<LoadGuest> guests(kPerThread);
+      uint32_t next_id = 1000 * (t + 1);
+      for (auto &g : guests) g.start(next_id++, kQueues);
+      const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
+      while (std::chrono::steady_clock::now() < end) {
+        LoadGuest &g = guests[rng() % kPerThread];
+        g.step(rng);
+        if (rng() % 400 == 0) {  // a guest goes away mid-flight and comes back
+          const uint64_t made = g.fences_created;
+          const uint64_t done = g.stop();
+          created += made;
+          retired += done;
+          cancelled += made - done;
+          ++destroys;
+          g.fences_created = 0;
+          g.start(next_id++, kQueues);
+        }
+        // Deliver polled fences of the non-async guests now and then.
+        if (rng() % 16 == 0)
+          for (auto &x : guests)
+            if (!(x.h->ctx().ctx_id() & 1)) x.h->ctx().poll();
+      }
+      // Drain: every remaining fence must retire.
+      for (auto &g : guests) {
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+        while (g.h->fences().snapshot().size() < g.fences_created &&
+               std::chrono::steady_clock::now() < deadline) {
+          if (!(g.h->ctx().ctx_id() & 1)) g.h->ctx().poll();
+          std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        }
+        created += g.fences_created;
+        retired += g.stop();
+      }
+    });
+  }
+  for (auto &t : threads) t.join();
+  std::printf("load: %u contexts x %u queues, %d s, %llu fences, %llu retired, %llu cancelled by "
+              "%llu destroys\n",
+              kThreads * kPerThread, kQueues, seconds, static_cast<unsigned long long>(created.load()),
+              static_cast<unsigned long long>(retired.load()),
+              static_cast<unsigned long long>(cancelled.load()),
+              static_cast<unsigned long long>(destroys.load()));
+  CHECK(created.load() > 1000);
+  CHECK(retired.load() + cancelled.load() == created.load());
+  CHECK(wait_for([&] { return emu_counters().bos_alive == base.bos_alive; }, 10000));
+  CHECK(wait_for([&] { return emu_counters().syncobjs_alive == base.syncobjs_alive; }, 10000));
+  CHECK(emu_counters().contexts_alive == base.contexts_alive);
+  CHECK(emu_counters().device_files_open == base.device_files_open);
+}
+
+TEST_CASE("a hostile context cannot reach another context's objects, queues or memory",
+          "[robust][isolation]") {
+  ContextHarness victim(test_config(), false, 1), attacker(test_config(), false, 2);
+  victim.create_shmem();
+  attacker.create_shmem();
+  auto secret = victim.mapped_bo(kPage);
+  std::memset(secret.ptr(), 0x5e, kPage);
+  int32_t r;
+  const uint32_t vq = victim.queue_create(RVGL_IP_COMPUTE, 1, &r);
+  REQUIRE(r == 0);
+  const uint64_t va = victim.capset().va_start;
+  REQUIRE(victim.va_map(secret.bo, 0, 0, va, kPage) == 0);
+
+  // Every handle value the victim could own, and the victim's resource ids, by name.
+  uint32_t refused = 0, tried = 0;
+  for (uint32_t h = 0; h < 64; ++h) {
+    tried += 3;
+    refused += attacker.va_map(h, 0, 0, va, kPage) < 0;  // -ENOENT, or -EINVAL for 0
+    refused += attacker.bo_free(h) == -ENOENT;
+    refused += attacker.queue_state(h).hdr.result == -ENOENT;
+  }
+  for (uint32_t res = 0; res < 64; ++res) {
+    ++tried;
+    refused += attacker.va_map(0, res, 0, va, kPage) < 0;
+  }
+  CHECK(refused == tried);
+  // The victim's blob ids cannot be claimed from the attacker.
+  BlobArgs claim;
+  claim.res_id = 999;
+  claim.blob_mem = RVGL_BLOB_MEM_HOST3D;
+  claim.blob_flags = RVGL_BLOB_FLAG_USE_MAPPABLE;
+  claim.blob_id = 1;
+  claim.size = kPage;
+  BlobExport e;
+  CHECK(attacker.ctx().create_blob(claim, &e) == -ENOENT);
+
+  // The same VA in the attacker's own VM reads its own (absent) memory: the copy faults.
+  auto ib = attacker.mapped_bo(kPage);
+  auto loot = attacker.mapped_bo(kPage);
+  REQUIRE(attacker.va_map(ib.bo, 0, 0, va + (1 << 24), kPage) == 0);
+  REQUIRE(attacker.va_map(loot.bo, 0, 0, va + (1 << 25), kPage) == 0);
+  const uint32_t aq = attacker.queue_create(RVGL_IP_SDMA, 1, &r);
+  REQUIRE(r == 0);
+  std::vector<uint32_t> dw;
+  pk::sdma_copy_linear(dw, va + (1 << 25), va, kPage);
+  pk::sdma_pad(dw);
+  attacker.submit(aq, {ContextHarness::write_ib(ib, va + (1 << 24), dw)}, {}, &r);
+  REQUIRE(r == 0);
+  REQUIRE(attacker.fence(1, 1) == 0);
+  REQUIRE(attacker.wait_fence(1, 1));
+  CHECK(loot.ptr<uint8_t>()[0] != 0x5e);
+  CHECK(attacker.queue_state(aq).state == RVGL_QUEUE_STATE_LOST);
+
+  // Out-of-range offsets and sizes against its own objects are refused too.
+  CHECK(attacker.va_map(loot.bo, 0, kPage, va + (1 << 26), kPage) == -EINVAL);
+  CHECK(attacker.va_map(loot.bo, 0, 0, va + (1 << 26), 2 * kPage) == -EINVAL);
+  CHECK(attacker.va_map(loot.bo, 0, 0, attacker.capset().va_end, kPage) == -ERANGE);
+  // The victim is untouched and still works.
+  CHECK(victim.queue_state(vq).state == RVGL_QUEUE_STATE_OK);
+  CHECK(secret.ptr<uint8_t>()[kPage - 1] == 0x5e);
+}
