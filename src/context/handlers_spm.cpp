@@ -5,6 +5,7 @@
 
 #include "context/compute_context.h"
 #include "spm/spm_arbiter.h"
+#include "spm/spm_reaper.h"
 #include "util/checked_math.h"
 
 namespace rvgl {
@@ -64,8 +65,13 @@ void ComputeContext::release_spm(uint32_t xcp) {
   if (!s) return;
   rings_[s->ring_idx()] = RingUse::kFree;
   ring_queue_[s->ring_idx()] = 0;
-  s.reset();  // joins the worker and releases the kernel's SPM
-  SpmArbiter::instance().release(device_key(), xcp, ctx_id_);
+  // The SPM stays ours (arbiter and kernel) until the session is gone: another context's ACQUIRE
+  // gets -EBUSY meanwhile, for at most the remaining SET_DEST timeout.
+  const uint64_t key = device_key();
+  const uint32_t ctx = ctx_id_;
+  SpmReaper::instance().retire(std::move(s), [key, xcp, ctx] {
+    SpmArbiter::instance().release(key, xcp, ctx);
+  });
 }
 
 int32_t ComputeContext::cmd_spm_release(const Request &req, Response &) {

@@ -29,13 +29,18 @@ int SpmSession::create(std::shared_ptr<AmdgpuDevice> dev, uint32_t xcp, uint32_t
   return 0;
 }
 
+void SpmSession::detach() {
+  std::lock_guard lk(mu_);
+  done_ = [](uint32_t, const rvgl_rsp_spm_set_dest &) {};
+  signalled_ = [] {};
+}
+
 SpmSession::~SpmSession() {
   {
     std::lock_guard lk(mu_);
     stop_ = true;
   }
   cv_.notify_all();
-  // RELEASE ends a SET_DEST blocked in the kernel, so destroy never waits out a guest timeout.
   if (acquired_) {
     rvgl_drm_amdgpu_spm_args spm{};
     kernel_op(RVGL_AMDGPU_SPM_OP_RELEASE, &spm);
@@ -46,8 +51,8 @@ SpmSession::~SpmSession() {
 int SpmSession::set_dest(Destination dst, uint32_t timeout_ms, uint32_t seqno, uint32_t rsp_off) {
   {
     std::lock_guard lk(mu_);
-    if (job_ || stop_) return -EBUSY;
-    job_ = Job{std::move(dst), timeout_ms, seqno, rsp_off};
+    if (jobs_.size() >= kMaxPending || stop_) return -EBUSY;
+    jobs_.push_back(Job{std::move(dst), timeout_ms, seqno, rsp_off});
     ++accepted_;
   }
   cv_.notify_all();
@@ -59,9 +64,9 @@ void SpmSession::run() {
     Job job;
     {
       std::unique_lock lk(mu_);
-      cv_.wait(lk, [&] { return job_.has_value() || stop_; });
-      if (stop_ && !job_) return;
-      job = *job_;  // stays set while it runs: set_dest() answers -EBUSY meanwhile
+      cv_.wait(lk, [&] { return !jobs_.empty() || stop_; });
+      if (stop_ && jobs_.empty()) return;
+      job = jobs_.front();  // stays queued while it runs: counts against kMaxPending
     }
     rvgl_rsp_spm_set_dest rsp{};
     rsp.hdr.seqno = job.seqno;
@@ -82,22 +87,26 @@ void SpmSession::run() {
     }
     Destination retired;
     uint64_t point;
+    Completion done;
+    Signal signalled;
     {
       std::lock_guard lk(mu_);
+      done = done_;
+      signalled = signalled_;
       if (rsp.hdr.result == 0) {
         // The kernel has let go of the previous destination: it may be unmapped now.
         retired = std::move(current_);
         current_ = std::move(job.dst);
       }
       data_loss_total_ += rsp.has_data_loss;
-      job_.reset();
+      jobs_.pop_front();
       point = ++completed_;
     }
     retired = {};
     job.dst = {};
-    done_(job.rsp_off, rsp);
+    done(job.rsp_off, rsp);
     timeline_->signal(point);
-    signalled_();
+    signalled();
   }
 }
 

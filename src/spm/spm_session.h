@@ -9,7 +9,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
-#include <optional>
+#include <deque>
 #include <thread>
 
 #include "amdgpu/amdgpu_device.h"
@@ -34,10 +34,18 @@ class SpmSession {
   // Acquires the kernel's SPM on dev (the caller already holds the arbiter).
   static int create(std::shared_ptr<AmdgpuDevice> dev, uint32_t xcp, uint32_t ring_idx,
                     Completion done, Signal signalled, std::unique_ptr<SpmSession> *out);
-  // Stops the stream, wakes a blocked SET_DEST, releases the kernel's SPM.
+  // Stops the stream and releases the kernel's SPM. The kernel's RELEASE waits for a SET_DEST in
+  // progress (up to its timeout), so callers on the VMM's thread hand the session to
+  // SpmReaper instead of destroying it themselves.
   ~SpmSession();
 
-  // Queues a SET_DEST: -EBUSY if one is pending. rsp_off RVGL_RSP_NONE: no response.
+  // From now on no response is written and no fence is signalled through the callbacks: the
+  // context that owned them may go away while the session finishes elsewhere.
+  void detach();
+
+  // Queues a SET_DEST; they run in order, at most kMaxPending at a time (-EBUSY beyond).
+  // rsp_off RVGL_RSP_NONE: no response.
+  static constexpr size_t kMaxPending = 4;
   int set_dest(Destination dst, uint32_t timeout_ms, uint32_t seqno, uint32_t rsp_off);
 
   uint32_t xcp() const { return xcp_; }
@@ -72,7 +80,7 @@ class SpmSession {
 
   mutable std::mutex mu_;
   std::condition_variable cv_;
-  std::optional<Job> job_;
+  std::deque<Job> jobs_;
   bool stop_ = false;
   uint64_t accepted_ = 0;
   uint64_t completed_ = 0;
