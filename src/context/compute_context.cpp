@@ -101,6 +101,13 @@ std::unique_ptr<ComputeContext> ComputeContext::create(Options opts, int *err) {
   c->retirer_ = FenceRetirer::create(c->dev_, opts.async_fences, std::move(opts.on_fence), err);
   if (!c->retirer_) return nullptr;
   c->retirer_->set_watch_callback([p = c.get()](uint32_t queue) { p->on_queue_drained(queue); });
+  if (!opts.config->capture_dir.empty()) {
+    c->capture_ = CaptureWriter::open(opts.config->capture_dir, c->ctx_id_, opts.config->capset_id);
+    if (CaptureWriter *w = c->capture_.get())
+      c->decoder_.set_observer([w](uint32_t cmd, uint32_t seqno, std::span<const uint8_t> rsp) {
+        w->response(cmd, seqno, rsp);
+      });
+  }
   *err = 0;
   return c;
 }
@@ -122,7 +129,11 @@ ComputeContext::~ComputeContext() {
 
 int ComputeContext::submit_cmd(std::span<const uint8_t> cmds) {
   ShmemView &view = shmem_ ? shmem_->view() : no_shmem_;
-  return decoder_.run(cmds, view).error;
+  if (!capture_) return decoder_.run(cmds, view).error;
+  capture_->submit(cmds);
+  const int r = decoder_.run(cmds, view).error;
+  capture_->done(r);
+  return r;
 }
 
 // ---- fences ----

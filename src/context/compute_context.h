@@ -21,6 +21,7 @@
 #include "amdgpu/amdgpu_device.h"
 #include "amdgpu/device_probe.h"
 #include "events/event_ring.h"
+#include "context/capture_writer.h"
 #include "context/command_table.h"
 #include "context/config.h"
 #include "context/frame_decoder.h"
@@ -110,6 +111,8 @@ class ComputeContext {
   uint32_t ctx_id() const { return ctx_id_; }
   ContextStats stats() const;
   const FenceRetirer &retirer() const { return *retirer_; }
+  // The capture file, when RVGL_CAPTURE_DIR is set ("" otherwise).
+  std::string capture_path() const { return capture_ ? capture_->path() : std::string(); }
 
  private:
   struct Resource {
@@ -186,6 +189,7 @@ class ComputeContext {
   rvgl_drm_amdgpu_info_gpuvm_fault last_fault_{};
   std::atomic<bool> vram_lost_reported_{false};
   std::array<std::unique_ptr<SpmSession>, 1> spm_;  // per XCP of the context's node
+  std::unique_ptr<CaptureWriter> capture_;  // RVGL_CAPTURE_DIR
   UserptrStrategy last_userptr_strategy_ = UserptrStrategy::kStitched;
   uint32_t last_userptr_objects_ = 0;
 };

@@ -81,10 +81,11 @@ SubmitOutcome FrameDecoder::run(std::span<const uint8_t> stream, ShmemView &shme
     ++out.processed;
 
     if (result != kDeferred) {
+      auto &rh = rsp.as<rvgl_rsp_hdr>();
+      rh.result = result;
+      rh.seqno = hdr.seqno;
+      if (observer_) observer_(hdr.cmd, hdr.seqno, rsp.bytes);
       if (has_rsp) {
-        auto &rh = rsp.as<rvgl_rsp_hdr>();
-        rh.result = result;
-        rh.seqno = hdr.seqno;
         shmem.write_response(hdr.rsp_off, rsp.bytes);
       } else if (result < 0 && shmem.valid()) {
         shmem.bump_async_error();

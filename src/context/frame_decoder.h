@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <vector>
 
@@ -48,12 +49,17 @@ class FrameDecoder {
 
   uint32_t last_seqno() const { return last_seqno_; }
 
+  // Called after each request is answered (capture mode); not called for deferred responses.
+  using Observer = std::function<void(uint32_t cmd, uint32_t seqno, std::span<const uint8_t> rsp)>;
+  void set_observer(Observer o) { observer_ = std::move(o); }
+
  private:
   const CommandTable &table_;
   void *target_;
   size_t max_submit_bytes_;
   uint32_t last_seqno_ = 0;
   std::vector<uint64_t> scratch_;  // the zero-extended copy of the current request
+  Observer observer_;
 };
 
 }  // namespace rvgl

@@ -1,0 +1,68 @@
+#include "context/capture_writer.h"
+
+#include <unistd.h>
+
+#include <cstring>
+#include <ctime>
+
+#include "context/capture_format.h"
+
+namespace rvgl {
+
+namespace {
+
+uint64_t now_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return uint64_t(ts.tv_sec) * 1'000'000'000u + uint64_t(ts.tv_nsec);
+}
+
+}  // namespace
+
+std::unique_ptr<CaptureWriter> CaptureWriter::open(const std::string &dir, uint32_t ctx_id,
+                                                   uint32_t capset_id) {
+  std::unique_ptr<CaptureWriter> w(new CaptureWriter());
+  w->path_ = dir + "/rvgl-capture-" + std::to_string(getpid()) + "-ctx" + std::to_string(ctx_id) +
+             ".bin";
+  w->f_ = std::fopen(w->path_.c_str(), "wbe");
+  if (!w->f_) return nullptr;
+  capture::FileHeader h{};
+  std::memcpy(h.magic, capture::kFileMagic, sizeof(h.magic));
+  h.version = capture::kVersion;
+  h.ctx_id = ctx_id;
+  h.capset_id = capset_id;
+  std::fwrite(&h, sizeof(h), 1, w->f_);
+  return w;
+}
+
+CaptureWriter::~CaptureWriter() {
+  if (f_) std::fclose(f_);
+}
+
+void CaptureWriter::record(uint32_t type, uint32_t cmd, uint32_t seqno, int32_t result,
+                           std::span<const uint8_t> payload) {
+  capture::RecordHeader r{type, static_cast<uint32_t>(payload.size()), cmd, seqno, result, 0,
+                          now_ns()};
+  std::fwrite(&r, sizeof(r), 1, f_);
+  if (!payload.empty()) std::fwrite(payload.data(), 1, payload.size(), f_);
+  static const uint8_t zeros[8] = {};
+  if (const size_t pad = (8 - payload.size() % 8) % 8) std::fwrite(zeros, 1, pad, f_);
+}
+
+void CaptureWriter::submit(std::span<const uint8_t> cmds) {
+  record(capture::kSubmit, 0, 0, 0, cmds);
+  std::fflush(f_);  // on disk before the host touches it
+}
+
+void CaptureWriter::response(uint32_t cmd, uint32_t seqno, std::span<const uint8_t> rsp) {
+  int32_t result = 0;
+  if (rsp.size() >= sizeof(result)) std::memcpy(&result, rsp.data(), sizeof(result));
+  record(capture::kResponse, cmd, seqno, result, rsp);
+}
+
+void CaptureWriter::done(int result) {
+  record(capture::kDone, 0, 0, result, {});
+  std::fflush(f_);
+}
+
+}  // namespace rvgl

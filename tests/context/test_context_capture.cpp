@@ -1,0 +1,59 @@
+// Capture mode: what the context received and answered is on disk, in order.
+#include <catch2/catch.hpp>
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <vector>
+
+#include "context/capture_format.h"
+#include "support/context_harness.h"
+
+using namespace rvgl;
+using namespace rvgl::test;
+
+TEST_CASE("capture mode records submits, responses and results", "[context][capture]") {
+  const char *t = std::getenv("TMPDIR");
+  std::string dir = std::string(t && *t ? t : "/tmp") + "/rvgl-capture-test-" + std::to_string(getpid());
+  REQUIRE(mkdir(dir.c_str(), 0700) == 0);
+  Config c = test_config();
+  c.capture_dir = dir;
+  std::string path;
+  {
+    ContextHarness h(c);
+    h.create_shmem();
+    path = h.ctx().capture_path();
+    rvgl_req_nop nop{};
+    REQUIRE(h.call<rvgl_rsp_nop>(RVGL_CMD_NOP, nop).hdr.result == 0);
+    int32_t r;
+    h.bo_create(4096, 0, 0, 0, &r);  // refused: domain 0
+    REQUIRE(r == -EINVAL);
+  }
+  REQUIRE(!path.empty());
+  FILE *f = std::fopen(path.c_str(), "rb");
+  REQUIRE(f);
+  capture::FileHeader fh;
+  REQUIRE(std::fread(&fh, sizeof(fh), 1, f) == 1);
+  CHECK(std::memcmp(fh.magic, capture::kFileMagic, 8) == 0);
+  CHECK(fh.ctx_id == 1);
+  std::vector<capture::RecordHeader> recs;
+  capture::RecordHeader rh;
+  while (std::fread(&rh, sizeof(rh), 1, f) == 1) {
+    recs.push_back(rh);
+    std::fseek(f, (rh.length + 7) / 8 * 8, SEEK_CUR);
+  }
+  std::fclose(f);
+  REQUIRE(recs.size() == 6);  // two submits, each SUBM, RESP, DONE
+  CHECK(recs[0].type == capture::kSubmit);
+  CHECK(recs[0].length == sizeof(rvgl_req_nop));
+  CHECK(recs[1].type == capture::kResponse);
+  CHECK(recs[1].cmd == RVGL_CMD_NOP);
+  CHECK(recs[2].type == capture::kDone);
+  CHECK(recs[4].cmd == RVGL_CMD_BO_CREATE);
+  CHECK(recs[4].result == -EINVAL);
+  CHECK(recs[5].result == 0);
+  unlink(path.c_str());
+  rmdir(dir.c_str());
+}
