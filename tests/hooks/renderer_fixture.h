@@ -92,6 +92,8 @@ class Renderer {
     int callbacks_version = 4;
     // get_drm_fd returns this node opened, or -1 when empty (as vtest does without --rendernode).
     std::string drm_node;
+    // Version 4's get_egl_display, answering null (a VMM without an EGL display of its own).
+    bool egl_display_callback = false;
   };
 
   explicit Renderer(const Options &o) : opts_(o) {
@@ -109,6 +111,7 @@ class Renderer {
         static_cast<Renderer *>(cookie)->fences_.record(ctx, ring, id);
       };
     }
+    if (o.egl_display_callback) cbs_.get_egl_display = [](void *) -> void * { return nullptr; };
     result_ = virgl_renderer_init(this, o.flags, &cbs_);
   }
   ~Renderer() { virgl_renderer_cleanup(this); }

@@ -153,6 +153,24 @@ TEST_CASE("calls before virgl_renderer_init do not crash", "[hooks][passthrough]
   CHECK(virgl_renderer_context_create_fence(1, 0, 0, 1) == -EINVAL);
 }
 
+TEST_CASE("compute-only starts the real library without EGL", "[hooks][passthrough]") {
+  // The stock vtest server's flags, and a version 4 VMM whose get_egl_display has nothing: with
+  // either, 0.10.4 tries an EGL winsys, which fails on a host without one.
+  Renderer::Options o;
+  o.flags = VIRGL_RENDERER_USE_EGL | VIRGL_RENDERER_THREAD_SYNC | VIRGL_RENDERER_USE_EXTERNAL_BLOB |
+            VIRGL_RENDERER_VENUS;
+  o.egl_display_callback = true;
+  ScopedEnv co("RVGL_COMPUTE_ONLY", "1");
+  Renderer r(o);
+  REQUIRE(r.result() == 0);
+  // vrend is off (NO_VIRGL), venus is on as asked.
+  CHECK(virgl_renderer_context_create_with_flags(1, 2, 0, "") == EINVAL);
+  CHECK(virgl_renderer_context_create_with_flags(2, kVenus, 0, "") == 0);
+  virgl_renderer_context_destroy(2);
+  // A second init with other flags is refused, as by the real library.
+  CHECK(virgl_renderer_init(&r, o.flags | VIRGL_RENDERER_ASYNC_FENCE_CB, nullptr) == -EBUSY);
+}
+
 TEST_CASE("the API resolves to our library, with the real one behind it", "[hooks][passthrough]") {
   Dl_info ours{}, next{};
   REQUIRE(dladdr(reinterpret_cast<void *>(&virgl_renderer_init), &ours) != 0);
