@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <mutex>
@@ -56,6 +57,8 @@ class FenceLog {
 inline Config test_config() {
   Config c;
   c.render_node = "/dev/dri/renderD128";
+  // fuzz/make_corpus.py records the suites' real command streams this way.
+  if (const char *dir = std::getenv("RVGL_CAPTURE_DIR")) c.capture_dir = dir;
   return c;
 }
 

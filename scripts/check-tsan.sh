@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# ThreadSanitizer over the programs where our threads meet (retire threads, SPM workers and the
+# reaper, the emulator's rings, the hooks' callbacks). Fails on any reported race.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/install-deps.sh
+builddir=build-ci-tsan
+[ -d "$builddir" ] || meson setup "$builddir" -Dtests=true -Db_sanitize=thread -Db_lundef=false \
+  -Dbuildtype=debugoptimized
+targets=(tests/unit_tests tests/context_tests tests/robustness_tests tests/spm_tests
+         tests/hooks/hooks_api_tests)
+ninja -C "$builddir" "${targets[@]}"
+export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
+for t in unit context-gfx1100 robustness spm-gfx1100 hooks-api; do
+  meson test -C "$builddir" --no-rebuild --print-errorlogs "$t"
+done
