@@ -13,8 +13,14 @@
 
 namespace rvgl::emu {
 
+namespace fast {
+Emulator *g_instance;
+uint8_t g_fd_marks[kMarkedFds];
+uint32_t g_big_fds;
+uint32_t g_dri_dirs;
+}  // namespace fast
+
 namespace {
-std::atomic<Emulator *> g_instance{nullptr};
 std::mutex g_create_mu;
 }  // namespace
 
@@ -29,7 +35,7 @@ RuntimeKnobs &knobs() {
 }
 
 Emulator *Emulator::peek() {
-  return g_instance.load(std::memory_order_acquire);
+  return fast::instance();
 }
 
 Emulator &Emulator::get() {
@@ -37,7 +43,7 @@ Emulator &Emulator::get() {
   std::lock_guard lk(g_create_mu);
   if (Emulator *e = peek()) return *e;
   auto *e = new Emulator;
-  g_instance.store(e, std::memory_order_release);
+  __atomic_store_n(&fast::g_instance, e, __ATOMIC_RELEASE);
   pthread_atfork(&Emulator::fork_prepare, &Emulator::fork_parent, &Emulator::fork_child);
   return *e;
 }

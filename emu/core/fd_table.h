@@ -1,23 +1,19 @@
-// fd number -> emulator object, for the fds the emulator handed out. A lock-free byte map answers
-// "is this fd ours?" on every close/ioctl/mmap of the process without taking a lock.
+// fd number -> emulator object, for the fds the emulator handed out. A lock-free byte map
+// (core/fast_state.h) answers "is this fd ours?" on every close/ioctl/mmap of the process without
+// taking a lock. One table per process: the map is global.
 #pragma once
 
-#include <atomic>
 #include <memory>
 #include <unordered_map>
 
+#include "core/fast_state.h"
 #include "core/open_file.h"
 
 namespace rvgl::emu {
 
 class FdTable {
  public:
-  FdTable() : fast_(new std::atomic<uint8_t>[kFast]()) {}
-  bool maybe_tracked(int fd) const noexcept {
-    if (fd < 0) return false;
-    if (fd < kFast) return fast_[fd].load(std::memory_order_acquire) != 0;
-    return big_.load(std::memory_order_acquire) != 0;
-  }
+  bool maybe_tracked(int fd) const noexcept { return fast::fd_maybe_ours(fd); }
   // The rest: emulator state lock held.
   std::shared_ptr<OpenFile> get(int fd) const {
     auto it = files_.find(fd);
@@ -25,10 +21,10 @@ class FdTable {
   }
   void set(int fd, std::shared_ptr<OpenFile> f) {
     if (fd < 0) return;
-    if (fd < kFast)
-      fast_[fd].store(1, std::memory_order_release);
+    if (fd < fast::kMarkedFds)
+      __atomic_store_n(&fast::g_fd_marks[fd], 1, __ATOMIC_RELEASE);
     else if (!files_.count(fd))
-      big_.fetch_add(1, std::memory_order_acq_rel);
+      __atomic_add_fetch(&fast::g_big_fds, 1, __ATOMIC_ACQ_REL);
     files_[fd] = std::move(f);
   }
   std::shared_ptr<OpenFile> take(int fd) {
@@ -36,10 +32,10 @@ class FdTable {
     if (it == files_.end()) return nullptr;
     auto f = std::move(it->second);
     files_.erase(it);
-    if (fd < kFast)
-      fast_[fd].store(0, std::memory_order_release);
+    if (fd < fast::kMarkedFds)
+      __atomic_store_n(&fast::g_fd_marks[fd], 0, __ATOMIC_RELEASE);
     else
-      big_.fetch_sub(1, std::memory_order_acq_rel);
+      __atomic_sub_fetch(&fast::g_big_fds, 1, __ATOMIC_ACQ_REL);
     return f;
   }
   size_t size() const { return files_.size(); }
@@ -50,9 +46,6 @@ class FdTable {
   }
 
  private:
-  static constexpr int kFast = 1 << 16;
-  std::unique_ptr<std::atomic<uint8_t>[]> fast_;
-  std::atomic<uint32_t> big_{0};
   std::unordered_map<int, std::shared_ptr<OpenFile>> files_;
 };
 

@@ -12,16 +12,15 @@
 #include <cstring>
 #include <mutex>
 
+#include "core/fast_state.h"
 #include "interpose/real_libc.h"
 
 namespace rvgl::emu {
 
 namespace {
 
-// The bridge our emulated GPUs hang off and their buses. The PCI domain/bus layout is the usual
-// one of an AMD host (GPUs behind a root port on bus 0); buses from 0xc1 keep clear of the low
-// buses real on-board devices use.
-constexpr const char kPciRoot[] = "/sys/devices/pci0000:00/0000:00:08.1";
+using fast::kPciRoot;
+// Buses from 0xc1 keep clear of the low buses real on-board devices use.
 constexpr int kFirstBus = 0xc1;
 
 constexpr const char *kFixedPrefixes[] = {"/dev/dri", "/dev/udmabuf", "/sys/class/drm",
@@ -124,12 +123,7 @@ std::string FakeTree::pci_slot(int device) {
 }
 
 bool FakeTree::maybe_emulated(const char *path) {
-  if (!path || path[0] != '/') return false;
-  if (std::strncmp(path, "/dev/", 5) == 0)
-    return has_prefix(path, "/dev/dri") || has_prefix(path, "/dev/udmabuf");
-  if (std::strncmp(path, "/sys/", 5) != 0) return false;
-  return std::strncmp(path, "/sys/dev/char/226:", 18) == 0 || has_prefix(path, kPciRoot) ||
-         has_prefix(path, "/sys/class/drm") || std::strncmp(path, "/sys/bus/pci/", 13) == 0;
+  return fast::path_maybe_emulated(path);
 }
 
 std::unique_ptr<FakeTree> FakeTree::create(const Config &cfg) {

@@ -8,9 +8,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <cerrno>
-#include <cstdio>
 #include <cstdlib>
 
 namespace rvgl::emu::real {
@@ -30,13 +28,17 @@ int find_self(dl_phdr_info *info, size_t, void *data) {
   return 1;  // stop after the executable
 }
 
+// No function-local static: its guard is a sanitizer interceptor, unusable this early.
 bool linked_into_executable() {
-  static const bool in_exe = [] {
-    bool r = false;
-    dl_iterate_phdr(find_self, &r);
-    return r;
-  }();
-  return in_exe;
+  static int state;  // 0 unknown, 1 no, 2 yes
+  int s = __atomic_load_n(&state, __ATOMIC_ACQUIRE);
+  if (!s) {
+    bool in_exe = false;
+    dl_iterate_phdr(find_self, &in_exe);
+    s = in_exe ? 2 : 1;
+    __atomic_store_n(&state, s, __ATOMIC_RELEASE);
+  }
+  return s == 2;
 }
 
 // Linked into the executable (rvgl_emu_dep), our definitions replace a sanitizer runtime's
@@ -45,8 +47,15 @@ bool linked_into_executable() {
 // runtime's REAL() pointers lead back to us, so only the object after us (libc) will do.
 void *resolve(const char *name) {
   if (linked_into_executable()) {
+    // No snprintf or string functions: this can run inside a sanitizer runtime's
+    // initialisation, before its interceptors of those work.
     char buf[96];
-    std::snprintf(buf, sizeof(buf), "__interceptor_%s", name);
+    size_t n = 0;
+    for (const char *p = "__interceptor_"; *p; ++p)
+      buf[n++] = *p;
+    for (const char *p = name; *p && n + 1 < sizeof(buf); ++p)
+      buf[n++] = *p;
+    buf[n] = '\0';
     if (void *p = dlsym(RTLD_DEFAULT, buf)) return p;
   }
   if (void *p = dlsym(RTLD_NEXT, name)) return p;
@@ -54,8 +63,8 @@ void *resolve(const char *name) {
 }
 
 template <typename Fn>
-Fn lookup(std::atomic<void *> &slot, const char *name) {
-  void *p = slot.load(std::memory_order_acquire);
+Fn lookup(void *&slot, const char *name) {
+  void *p = __atomic_load_n(&slot, __ATOMIC_ACQUIRE);
   if (!p) {
     p = resolve(name);
     if (!p) {
@@ -64,13 +73,13 @@ Fn lookup(std::atomic<void *> &slot, const char *name) {
       ::syscall(SYS_write, 2, msg, sizeof(msg) - 1);
       std::abort();
     }
-    slot.store(p, std::memory_order_release);
+    __atomic_store_n(&slot, p, __ATOMIC_RELEASE);
   }
   return reinterpret_cast<Fn>(p);
 }
 
-#define RVGL_REAL(type, name)               \
-  static std::atomic<void *> slot_##name{}; \
+#define RVGL_REAL(type, name) \
+  static void *slot_##name;   \
   auto fn_##name = lookup<type>(slot_##name, #name)
 
 }  // namespace

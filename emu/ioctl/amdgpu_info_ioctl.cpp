@@ -104,18 +104,28 @@ int hw_ip_info(const Device &d, const drm_amdgpu_info &info, rvgl_drm_amdgpu_inf
   return 0;
 }
 
+// Which firmware queries the kernel answers and with which sub-indices (amdgpu_kms.c
+// amdgpu_firmware_info(): types 0x01..0x08 and 0x0a..0x1c of amdgpu_drm.h; MEC has indices 0-1,
+// SDMA one per instance, TA the PSP TA types ASD..SECUREDISPLAY (1..7) of amdgpu_ucode.h).
+// A block the part lacks is still answered, with version 0 (Mesa queries UVD and VCE on every
+// part and gives up on an error).
+constexpr uint32_t kLastFwType = 0x1c;  // AMDGPU_INFO_FW_VPE
+constexpr uint32_t kFirstTaType = 1, kLastTaType = 7;
+
 int firmware_info(const Device &d, const drm_amdgpu_info &info, drm_amdgpu_info_firmware &fw) {
   if (info.query_fw.ip_instance != 0) return -EINVAL;
   const uint32_t type = info.query_fw.fw_type, index = info.query_fw.index;
+  if (type == 0 || type == 0x09 || type > kLastFwType) return -EINVAL;
   if (type == AMDGPU_INFO_FW_GFX_MEC && index > 1) return -EINVAL;
   if (type == AMDGPU_INFO_FW_SDMA && index >= d.ring_count(AMDGPU_HW_IP_DMA)) return -EINVAL;
+  if (type == AMDGPU_INFO_FW_TA && (index < kFirstTaType || index > kLastTaType)) return -EINVAL;
+  fw.ver = fw.feature = 0;
   for (const auto &e : d.profile().firmware)
     if (e.fw_type == type) {
       fw.ver = e.version;
       fw.feature = e.feature;
-      return 0;
     }
-  return -EINVAL;
+  return 0;
 }
 
 int sensor(const Device &d, uint32_t type, uint32_t &v) {

@@ -162,6 +162,27 @@ TEST_CASE("ioctls follow the kernel's conventions", "[nodes][info]") {
     CHECK(count == 0);
     CHECK(query_info(f, AMDGPU_INFO_HW_IP_INFO, &ip, sizeof(ip), 42) == -EINVAL);
   }
+  SECTION("FW_VERSION answers every block the kernel knows, absent ones with version 0") {
+    auto fw = [&](uint32_t type, uint32_t index, drm_amdgpu_info_firmware &out) {
+      drm_amdgpu_info a{};
+      a.return_pointer = reinterpret_cast<uintptr_t>(&out);
+      a.return_size = sizeof(out);
+      a.query = AMDGPU_INFO_FW_VERSION;
+      a.query_fw.fw_type = type;
+      a.query_fw.index = index;
+      return xioctl(f, DRM_IOCTL_AMDGPU_INFO, &a);
+    };
+    drm_amdgpu_info_firmware v{1, 1};
+    CHECK(fw(AMDGPU_INFO_FW_UVD, 0, v) == 0);  // Mesa's device init asks on every part
+    CHECK((v.ver == 0 && v.feature == 0));
+    CHECK(fw(AMDGPU_INFO_FW_GFX_MEC, 0, v) == 0);
+    CHECK(v.ver != 0);
+    CHECK(fw(AMDGPU_INFO_FW_GFX_MEC, 2, v) == -EINVAL);
+    CHECK(fw(AMDGPU_INFO_FW_SDMA, 64, v) == -EINVAL);
+    CHECK(fw(AMDGPU_INFO_FW_TA, 0, v) == -EINVAL);
+    CHECK(fw(0x09, 0, v) == -EINVAL);
+    CHECK(fw(0x7f, 0, v) == -EINVAL);
+  }
   SECTION("memory accounting follows allocations") {
     uint64_t before = 0, after = 0;
     REQUIRE(query_info(f, AMDGPU_INFO_VRAM_USAGE, &before, 8) == 0);

@@ -23,6 +23,10 @@ constexpr uint32_t kBindVertexBuffer = 1u << 4;
 
 TEST_CASE("a VIRGL2 context runs beside a ROCM context where EGL works", "[hooks][virgl2]") {
   ScopedEnv co("RVGL_COMPUTE_ONLY", "0");  // the VMM's GL flags go through unchanged
+  // The emulated render node answers Mesa's device queries like amdgpu, so radeonsi would load
+  // and submit graphics IBs, which the emulator (compute packets only) rejects. vrend gets
+  // Mesa's software rasteriser instead; on a real GPU this test runs on radeonsi unchanged.
+  ScopedEnv sw("LIBGL_ALWAYS_SOFTWARE", "1");
   RealApi real;
   Renderer::Options o;
   o.flags = VIRGL_RENDERER_USE_EGL | VIRGL_RENDERER_USE_SURFACELESS | VIRGL_RENDERER_THREAD_SYNC;
