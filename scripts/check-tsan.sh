@@ -8,9 +8,9 @@ builddir=build-ci-tsan
 [ -d "$builddir" ] || meson setup "$builddir" -Dtests=true -Db_sanitize=thread -Db_lundef=false \
   -Dbuildtype=debugoptimized
 targets=(tests/unit_tests tests/context_tests tests/robustness_tests tests/spm_tests
-         tests/hooks/hooks_api_tests)
+         tests/emu/emu_tests tests/hooks/hooks_api_tests tests/guest/guest_tests)
 ninja -C "$builddir" "${targets[@]}"
 export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
-for t in unit context-gfx1100 robustness spm-gfx1100 hooks-api; do
+for t in unit context-gfx1100 robustness spm-gfx1100 emu-gfx1100 hooks-api guest; do
   meson test -C "$builddir" --no-rebuild --print-errorlogs "$t"
 done

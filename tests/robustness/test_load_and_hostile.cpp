@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
+#include <mutex>
 #include <random>
 #include <thread>
 
@@ -19,6 +20,14 @@ namespace pk = rvgl::packets;
 namespace {
 
 constexpr uint64_t kPage = 4096;
+
+// Catch2 2.x assertions are not thread-safe: the worker threads take this lock around theirs.
+std::mutex g_assert_mu;
+#define LOCKED_REQUIRE(expr)                  \
+  do {                                        \
+    std::lock_guard assert_lock(g_assert_mu); \
+    REQUIRE(expr);                            \
+  } while (0)
 
 // One guest context with its own queues, driven by one thread (the VMM calls a context from one
 // thread at a time; different contexts run on different threads here).
@@ -36,13 +45,13 @@ struct LoadGuest {
     va = h->capset().va_start;
     data = h->mapped_bo(16 * kPage);
     ib = h->mapped_bo(16 * kPage);
-    REQUIRE(h->va_map(data.bo, 0, 0, va, 16 * kPage) == 0);
-    REQUIRE(h->va_map(ib.bo, 0, 0, va + (1 << 24), 16 * kPage) == 0);
+    LOCKED_REQUIRE(h->va_map(data.bo, 0, 0, va, 16 * kPage) == 0);
+    LOCKED_REQUIRE(h->va_map(ib.bo, 0, 0, va + (1 << 24), 16 * kPage) == 0);
     queues.clear();
     for (uint32_t i = 0; i < nqueues; ++i) {
       int32_t r;
       queues.push_back(h->queue_create(i % 2 ? RVGL_IP_SDMA : RVGL_IP_COMPUTE, 1 + i, &r));
-      REQUIRE(r == 0);
+      LOCKED_REQUIRE(r == 0);
     }
   }
   // Returns the number of fences that retired before the context went away.
@@ -64,10 +73,11 @@ struct LoadGuest {
       pk::pm4_write_data(dw, slot, {static_cast<uint32_t>(rng())});
     }
     int32_t r;
-    h->submit(queues[qi], {ContextHarness::write_ib(ib, va + (1 << 24), dw, (qi * 4 + rng() % 4) * 1024)},
-              {}, &r);
-    REQUIRE(r == 0);
-    REQUIRE(h->fence(1 + qi, next_fence++) == 0);
+    h->submit(queues[qi],
+              {ContextHarness::write_ib(ib, va + (1 << 24), dw, (qi * 4 + rng() % 4) * 1024)}, {},
+              &r);
+    LOCKED_REQUIRE(r == 0);
+    LOCKED_REQUIRE(h->fence(1 + qi, next_fence++) == 0);
     ++fences_created;
   }
 };
@@ -87,7 +97,8 @@ TEST_CASE("load: 32 contexts x 4 queues, concurrent submits, random destroys", "
       std::mt19937 rng(1234 + t);
       std::vector<LoadGuest> guests(kPerThread);
       uint32_t next_id = 1000 * (t + 1);
-      for (auto &g : guests) g.start(next_id++, kQueues);
+      for (auto &g : guests)
+        g.start(next_id++, kQueues);
       const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
       while (std::chrono::steady_clock::now() < end) {
         LoadGuest &g = guests[rng() % kPerThread];
@@ -120,13 +131,15 @@ TEST_CASE("load: 32 contexts x 4 queues, concurrent submits, random destroys", "
       }
     });
   }
-  for (auto &t : threads) t.join();
-  std::printf("load: %u contexts x %u queues, %d s, %llu fences, %llu retired, %llu cancelled by "
-              "%llu destroys\n",
-              kThreads * kPerThread, kQueues, seconds, static_cast<unsigned long long>(created.load()),
-              static_cast<unsigned long long>(retired.load()),
-              static_cast<unsigned long long>(cancelled.load()),
-              static_cast<unsigned long long>(destroys.load()));
+  for (auto &t : threads)
+    t.join();
+  std::printf(
+      "load: %u contexts x %u queues, %d s, %llu fences, %llu retired, %llu cancelled by "
+      "%llu destroys\n",
+      kThreads * kPerThread, kQueues, seconds, static_cast<unsigned long long>(created.load()),
+      static_cast<unsigned long long>(retired.load()),
+      static_cast<unsigned long long>(cancelled.load()),
+      static_cast<unsigned long long>(destroys.load()));
   CHECK(created.load() > 1000);
   CHECK(retired.load() + cancelled.load() == created.load());
   CHECK(wait_for([&] { return emu_counters().bos_alive == base.bos_alive; }, 10000));
