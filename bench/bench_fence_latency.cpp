@@ -1,0 +1,47 @@
+// Fence retire latency: from the job's completion (the GPU clock its last packet wrote; the
+// emulator's clock is CLOCK_MONOTONIC / 10 ns) to write_context_fence in our path, against the
+// return of amdgpu_cs_wait_fences on the same kind of job straight through libdrm. Samples
+// alternate between the two paths.
+#include <benchmark/benchmark.h>
+
+#include <vector>
+
+#include "support/guarded.h"
+#include "support/api_side.h"
+#include "support/clock.h"
+#include "support/direct_side.h"
+#include "support/stats.h"
+
+namespace rvgl::bench {
+namespace {
+
+void BM_FenceRetireLatency(benchmark::State &state) {
+  VirglHost host;
+  DirectSide direct;
+  ApiSide api(host, 2);
+  for (int i = 0; i < 10; ++i)
+    direct.clock_latency(), api.clock_latency();
+  std::vector<double> direct_ns, virgl_ns;
+  for (auto _ : state) {
+    const uint64_t t0 = now_ns();
+    direct_ns.push_back(static_cast<double>(direct.clock_latency()));
+    virgl_ns.push_back(static_cast<double>(api.clock_latency()));
+    state.SetIterationTime(static_cast<double>(now_ns() - t0) * 1e-9);
+  }
+  state.counters["direct_wait_median_ns"] = median(direct_ns);
+  state.counters["direct_wait_p99_ns"] = quantile(direct_ns, 0.99);
+  state.counters["virgl_callback_median_ns"] = median(virgl_ns);
+  state.counters["virgl_callback_p99_ns"] = quantile(virgl_ns, 0.99);
+  state.counters["ratio_median"] = median(virgl_ns) / median(direct_ns);
+  state.counters["ratio_p99"] = quantile(virgl_ns, 0.99) / quantile(direct_ns, 0.99);
+}
+
+}  // namespace
+
+BENCHMARK(guarded<BM_FenceRetireLatency>)
+    ->Name("BM_FenceRetireLatency")
+    ->Iterations(2000)
+    ->UseManualTime()
+    ->Unit(benchmark::kMicrosecond);
+
+}  // namespace rvgl::bench

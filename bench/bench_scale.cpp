@@ -1,0 +1,149 @@
+// Scale: the cost of one op (SUBMIT of a small compute IB + a context fence on its ring) when one
+// context with one queue does all the work, against the same ops spread round-robin over 64
+// contexts x 8 queues; and the memory an idle context (with its shared page) costs the host.
+#include <benchmark/benchmark.h>
+
+#include <memory>
+#include <stdexcept>
+#include <vector>
+
+#include "amd_packets.h"
+#include "support/guarded.h"
+#include "support/api_guest.h"
+#include "support/clock.h"
+#include "support/proc_stats.h"
+#include "support/stats.h"
+#include "support/virgl_host.h"
+
+namespace rvgl::bench {
+namespace {
+
+constexpr uint32_t kOpsPerRep = 2048;
+
+// A context with `queues` compute queues on rings 1..queues, and one small IB they all run.
+class ScaleGuest {
+ public:
+  ScaleGuest(uint32_t ctx_id, uint32_t queues) : guest_(ctx_id, ctx_id * 1000) {
+    guest_.start();
+    target_ = guest_.mapped_bo(64 * 1024, RVGL_DOMAIN_GTT);
+    ib_ = guest_.mapped_bo(64 * 1024, RVGL_DOMAIN_GTT);
+    std::vector<uint32_t> ib;
+    rvgl::packets::pm4_write_data(ib, target_.va, {ctx_id});
+    std::memcpy(ib_.cpu, ib.data(), ib.size() * 4);
+    ib_dwords_ = static_cast<uint32_t>(ib.size());
+    for (uint32_t q = 0; q < queues; ++q)
+      queues_.push_back(guest_.queue_create(RVGL_IP_COMPUTE, q + 1));
+    fence_ids_.assign(queues, 0);
+  }
+  uint32_t queues() const { return static_cast<uint32_t>(queues_.size()); }
+  void op(uint32_t q) {
+    guest_.submit(queues_[q], ib_.va, ib_dwords_);
+    guest_.fence(q + 1, ++fence_ids_[q]);
+  }
+  void wait_all(VirglHost &host) {
+    for (uint32_t q = 0; q < queues(); ++q)
+      if (!host.wait_fence(guest_.ctx_id(), q + 1, fence_ids_[q]))
+        throw std::runtime_error("scale: fence did not retire");
+  }
+
+ private:
+  ApiGuest guest_;
+  ApiBuffer target_, ib_;
+  uint32_t ib_dwords_ = 0;
+  std::vector<uint32_t> queues_;
+  std::vector<uint64_t> fence_ids_;
+};
+
+// kOpsPerRep ops spread round-robin over every queue of every guest; returns ns per op.
+double run_ops(VirglHost &host, std::vector<std::unique_ptr<ScaleGuest>> &guests) {
+  const uint64_t t0 = now_ns();
+  uint32_t done = 0;
+  while (done < kOpsPerRep)
+    for (uint32_t q = 0; q < guests[0]->queues() && done < kOpsPerRep; ++q)
+      for (auto &g : guests) {
+        if (done == kOpsPerRep) break;
+        g->op(q);
+        ++done;
+      }
+  for (auto &g : guests)
+    g->wait_all(host);
+  return static_cast<double>(now_ns() - t0) / kOpsPerRep;
+}
+
+std::vector<std::unique_ptr<ScaleGuest>> make_guests(uint32_t first_ctx, uint32_t n,
+                                                     uint32_t queues) {
+  std::vector<std::unique_ptr<ScaleGuest>> v;
+  for (uint32_t i = 0; i < n; ++i)
+    v.push_back(std::make_unique<ScaleGuest>(first_ctx + i, queues));
+  return v;
+}
+
+void BM_ScaleOps(benchmark::State &state) {
+  const auto contexts = static_cast<uint32_t>(state.range(0));
+  const auto queues = static_cast<uint32_t>(state.range(1));
+  VirglHost host;
+  auto one = make_guests(1, 1, 1);
+  auto many = make_guests(2, contexts, queues);
+  run_ops(host, one);
+  run_ops(host, many);
+  std::vector<double> one_ns, many_ns;
+  uint64_t rep = 0;
+  for (auto _ : state) {
+    const uint64_t t0 = now_ns();
+    // Alternating order, as in the efficiency runs.
+    if (rep++ % 2) {
+      one_ns.push_back(run_ops(host, one));
+      many_ns.push_back(run_ops(host, many));
+    } else {
+      many_ns.push_back(run_ops(host, many));
+      one_ns.push_back(run_ops(host, one));
+    }
+    state.SetIterationTime(static_cast<double>(now_ns() - t0) * 1e-9);
+  }
+  state.counters["one_ctx_ns_per_op"] = median(one_ns);
+  state.counters["many_ns_per_op"] = median(many_ns);
+  state.counters["cost_ratio"] = median(many_ns) / median(one_ns);
+  state.counters["contexts"] = contexts;
+  state.counters["queues_per_context"] = queues;
+}
+
+void BM_IdleContextMemory(benchmark::State &state) {
+  const auto n = static_cast<uint32_t>(state.range(0));
+  VirglHost host;
+  // One context first, so process-wide first-use costs (device probe, emulator tree, thread
+  // pools) are not charged to the 64.
+  ApiGuest warm(1, 1000);
+  warm.start();
+  std::vector<double> per_ctx;
+  for (auto _ : state) {
+    const uint64_t before = resident_bytes();
+    std::vector<std::unique_ptr<ApiGuest>> idle;
+    for (uint32_t i = 0; i < n; ++i) {
+      idle.push_back(std::make_unique<ApiGuest>(10 + i, (10 + i) * 1000));
+      idle.back()->start();
+    }
+    const uint64_t after = resident_bytes();
+    per_ctx.push_back((static_cast<double>(after) - static_cast<double>(before)) / n);
+  }
+  state.counters["contexts"] = n;
+  state.counters["rss_bytes_per_idle_context"] = median(per_ctx);
+  state.counters["rss_KiB_per_idle_context"] = median(per_ctx) / 1024;
+}
+
+}  // namespace
+
+BENCHMARK(guarded<BM_ScaleOps>)
+    ->Name("BM_ScaleOps")
+    ->ArgNames({"contexts", "queues"})
+    ->Args({1, 8})
+    ->Args({64, 8})
+    ->Iterations(10)
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK(guarded<BM_IdleContextMemory>)
+    ->Name("BM_IdleContextMemory")
+    ->Arg(64)
+    ->Iterations(3)
+    ->Unit(benchmark::kMillisecond);
+
+}  // namespace rvgl::bench

@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# The benchmark command (docs/performance.md): installs what it needs, configures a release build
+# with the benchmarks, builds them, runs every benchmark and writes the JSON results, the callgrind
+# counts and a summary into the results folder.
+#
+# Usage: scripts/bench.sh [results-dir]
+#   results-dir             default: <build-dir>/bench-results
+#   RVGL_BENCH_BUILDDIR     build directory (default: build-bench)
+#   RVGL_BENCH_FILTER       optional --benchmark_filter for the Google Benchmark programs
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/install-deps.sh
+
+builddir=${RVGL_BENCH_BUILDDIR:-build-bench}
+results=${1:-$builddir/bench-results}
+options=(-Dbench=true -Dtests=false -Dbuildtype=release)
+if [ -d "$builddir" ]; then
+  meson setup --reconfigure "$builddir" "${options[@]}" >/dev/null
+else
+  meson setup "$builddir" "${options[@]}" >/dev/null
+fi
+ninja -C "$builddir" bench/rvgl-bench-api bench/rvgl-bench-dispatch bench/rvgl-dispatch-count \
+  bench/rvgl-bench-vtest emu/librvgl_emu.so vrend-hooks/librocm_virgl.so.0.1.0
+mkdir -p "$results"
+results=$(cd "$results" && pwd)
+
+# A private emulator state directory: no lock or counters file shared with other runs.
+state_dir=$(mktemp -d "${TMPDIR:-/tmp}/rvgl-bench-XXXXXX")
+trap 'rm -rf "$state_dir"' EXIT
+export RVGL_EMU_STATE_DIR=$state_dir RVGL_EMU_TRACE=0 RVGL_EMU_JOB_LATENCY_US=0
+export RVGL_E2E_SERVER=${RVGL_E2E_SERVER:-$(command -v virgl_test_server)}
+export RVGL_E2E_PRELOAD=$PWD/$builddir/emu/librvgl_emu.so:$PWD/$builddir/vrend-hooks/librocm_virgl.so
+
+{
+  echo "date: $(date -u +%FT%TZ)"
+  echo "commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
+  echo "nproc: $(nproc)"
+  echo "loadavg at start: $(cat /proc/loadavg)"
+  lscpu
+} >"$results/machine.txt"
+
+filter=()
+[ -n "${RVGL_BENCH_FILTER:-}" ] && filter=(--benchmark_filter="$RVGL_BENCH_FILTER")
+for prog in rvgl-bench-dispatch rvgl-bench-api rvgl-bench-vtest; do
+  echo "== $prog"
+  "$builddir/bench/$prog" "${filter[@]}" --benchmark_out="$results/$prog.json" \
+    --benchmark_out_format=json --benchmark_counters_tabular=true
+done
+
+# Instructions per request: callgrind counts only the submit (see bench/dispatch_count.cpp); two
+# batch sizes, subtracted, leave the per-request cost without the per-submit fixed cost.
+small=1000
+large=3000
+{
+  echo "{"
+  first=1
+  for kind in nop query-usage; do
+    declare -A ir=()
+    for n in $small $large; do
+      out="$results/callgrind.$kind.$n"
+      valgrind --tool=callgrind --collect-atstart=no --instr-atstart=no \
+        --callgrind-out-file="$out" "$builddir/bench/rvgl-dispatch-count" "$kind" "$n" \
+        >/dev/null 2>"$out.log"
+      ir[$n]=$(awk '/^totals:/ {print $2}' "$out")
+    done
+    callgrind_annotate --inclusive=no "$results/callgrind.$kind.$large" \
+      >"$results/callgrind.$kind.annotate.txt" 2>/dev/null || true
+    per=$(( (ir[$large] - ir[$small]) / (large - small) ))
+    fixed=$(( ir[$small] - per * small ))
+    [ $first -eq 1 ] || echo ","
+    first=0
+    printf '  "%s": {"instructions_per_request": %d, "fixed_instructions_per_submit": %d, "ir_%d": %d, "ir_%d": %d}' \
+      "$kind" "$per" "$fixed" "$small" "${ir[$small]}" "$large" "${ir[$large]}"
+    unset ir
+  done
+  echo
+  echo "}"
+} >"$results/dispatch_instructions.json"
+echo "== dispatch instructions"
+cat "$results/dispatch_instructions.json"
+
+python3 - "$results" <<'PY' | tee "$results/summary.txt"
+import json, pathlib, sys
+res = pathlib.Path(sys.argv[1])
+def rows(name):
+    p = res / f"{name}.json"
+    return json.loads(p.read_text())["benchmarks"] if p.exists() else []
+def show(b, keys):
+    vals = ", ".join(f"{k}={b[k]:.4g}" for k in keys if k in b)
+    label = f" [{b['label']}]" if b.get("label") else ""
+    err = f" ERROR: {b['error_message']}" if b.get("error_occurred") else ""
+    print(f"{b['name']}{label}: {vals}{err}")
+for b in rows("rvgl-bench-api") + rows("rvgl-bench-vtest") + rows("rvgl-bench-dispatch"):
+    show(b, ["direct_ns_per_job", "virgl_ns_per_job", "vtest_ns_per_job", "efficiency",
+             "efficiency_paired_median", "direct_wait_median_ns", "direct_wait_p99_ns",
+             "virgl_callback_median_ns", "virgl_callback_p99_ns", "vtest_wait_median_ns",
+             "vtest_wait_p99_ns", "ratio_median", "ratio_p99", "one_ctx_ns_per_op",
+             "many_ns_per_op", "cost_ratio", "rss_KiB_per_idle_context", "memcpy_ms",
+             "import_ms", "import_vs_memcpy", "host_gem_objects", "host_udmabufs",
+             "gpu_bytes_copied", "rss_delta_bytes", "ns_per_request", "cpu_ns_per_request"])
+d = json.loads((res / "dispatch_instructions.json").read_text())
+for k, v in d.items():
+    print(f"callgrind {k}: {v['instructions_per_request']} instructions/request "
+          f"(+{v['fixed_instructions_per_submit']} per submit)")
+PY
+echo "results in $results"
