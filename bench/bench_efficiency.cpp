@@ -89,12 +89,12 @@ BENCHMARK(guarded<BM_EfficiencySdmaCopy>)
     ->Arg(0)
     ->Arg(1)
     ->Arg(2)
-    ->Iterations(150)
+    ->Iterations(300)
     ->UseManualTime()
     ->Unit(benchmark::kMicrosecond);
 BENCHMARK(guarded<BM_EfficiencyWriteData>)
     ->Name("BM_EfficiencyWriteData")
-    ->Iterations(150)
+    ->Iterations(300)
     ->UseManualTime()
     ->Unit(benchmark::kMicrosecond);
 

@@ -40,7 +40,7 @@ void BM_FenceRetireLatency(benchmark::State &state) {
 
 BENCHMARK(guarded<BM_FenceRetireLatency>)
     ->Name("BM_FenceRetireLatency")
-    ->Iterations(2000)
+    ->Iterations(3000)
     ->UseManualTime()
     ->Unit(benchmark::kMicrosecond);
 

@@ -137,7 +137,7 @@ BENCHMARK(guarded<BM_ScaleOps>)
     ->ArgNames({"contexts", "queues"})
     ->Args({1, 8})
     ->Args({64, 8})
-    ->Iterations(10)
+    ->Iterations(14)
     ->UseManualTime()
     ->Unit(benchmark::kMillisecond);
 BENCHMARK(guarded<BM_IdleContextMemory>)

@@ -77,6 +77,7 @@ void BM_VtestEfficiency(benchmark::State &state) {
   state.counters["direct_issue_ns_per_job"] = median(a.issue_ns);
   state.counters["vtest_issue_ns_per_job"] = median(b.issue_ns);
   state.counters["jobs_per_rep"] = jobs;
+  state.counters["vtest_fences_stuck"] = world->side.stuck_fences();
 }
 
 void BM_VtestFenceLatency(benchmark::State &state) {
@@ -97,6 +98,7 @@ void BM_VtestFenceLatency(benchmark::State &state) {
   state.counters["vtest_wait_median_ns"] = median(vtest_ns);
   state.counters["vtest_wait_p99_ns"] = quantile(vtest_ns, 0.99);
   state.counters["ratio_median"] = median(vtest_ns) / median(direct_ns);
+  state.counters["vtest_fences_stuck"] = world->side.stuck_fences();
 }
 
 }  // namespace
@@ -105,7 +107,7 @@ BENCHMARK(guarded<BM_VtestEfficiency>)
     ->Name("BM_VtestEfficiency")
     ->ArgName("workload")
     ->DenseRange(0, 3)
-    ->Iterations(60)
+    ->Iterations(100)
     ->UseManualTime()
     ->Unit(benchmark::kMicrosecond);
 BENCHMARK(guarded<BM_VtestFenceLatency>)

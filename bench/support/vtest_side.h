@@ -21,6 +21,9 @@ class VtestSide : public GpuSide {
 
   // Requests the host refused since the start (responses were not asked for).
   uint32_t async_errors();
+  // Runs whose last fence had not signalled after 2 s, although a fence sent after it did: the
+  // notification was lost on the way (the run is counted with its 2 s, so it shows in the tail).
+  uint32_t stuck_fences() const { return stuck_; }
 
  private:
   guest::Fence send(uint32_t queue, uint32_t ring, const IbSlot &ib);
@@ -29,6 +32,7 @@ class VtestSide : public GpuSide {
   demo::GpuBuffer src_, dst_, target_, ib_;
   WorkloadIbs ibs_;
   uint32_t sdma_ = 0, compute_ = 0;
+  uint32_t stuck_ = 0;
 };
 
 }  // namespace rvgl::bench
