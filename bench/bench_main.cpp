@@ -6,6 +6,7 @@
 #include <cstdlib>
 
 #include "rvgl_emu.h"
+#include "support/error_tracking_reporter.h"
 
 int main(int argc, char **argv) {
   // Failing ioctls are part of some runs' setup probing; their trace would swamp the JSON on
@@ -17,7 +18,8 @@ int main(int argc, char **argv) {
   rvgl_emu_set_knob("RVGL_EMU_JOB_LATENCY_US", std::getenv("RVGL_EMU_JOB_LATENCY_US"));
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  benchmark::RunSpecifiedBenchmarks();
+  rvgl::bench::ErrorTrackingReporter reporter;
+  benchmark::RunSpecifiedBenchmarks(&reporter);
   benchmark::Shutdown();
-  return 0;
+  return reporter.failed() ? 1 : 0;
 }

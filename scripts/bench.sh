@@ -41,10 +41,13 @@ export RVGL_E2E_PRELOAD=$PWD/$builddir/emu/librvgl_emu.so:$PWD/$builddir/vrend-h
 
 filter=()
 [ -n "${RVGL_BENCH_FILTER:-}" ] && filter=(--benchmark_filter="$RVGL_BENCH_FILTER")
+# A program with a failed benchmark exits non-zero; the others still run, and so does this script,
+# which fails at the end.
+failed=()
 for prog in rvgl-bench-dispatch rvgl-bench-api rvgl-bench-vtest; do
   echo "== $prog"
   "$builddir/bench/$prog" "${filter[@]}" --benchmark_out="$results/$prog.json" \
-    --benchmark_out_format=json --benchmark_counters_tabular=true
+    --benchmark_out_format=json --benchmark_counters_tabular=true || failed+=("$prog")
 done
 
 # Instructions per request: callgrind counts only the submit (see bench/dispatch_count.cpp); two
@@ -106,3 +109,7 @@ for k, v in d.items():
           f"(+{v['fixed_instructions_per_submit']} per submit)")
 PY
 echo "results in $results"
+if [ ${#failed[@]} -ne 0 ]; then
+  echo "benchmarks with errors in: ${failed[*]} (see the JSON error_message fields)" >&2
+  exit 1
+fi
