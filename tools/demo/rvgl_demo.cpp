@@ -2,9 +2,14 @@
 // virgl_test_server with librocm_virgl.so in front of libvirglrenderer), printing what it did and
 // what it checked. scripts/demo.sh starts the server and runs this. Exit status: 0 when every
 // check passed, 1 on a mismatch, 2 when the workload could not run at all.
+//
+// Modes: the default copies data through userptr, VRAM and GTT with SDMA and PM4;
+// `rvgl-demo --socket S spm --buffers N --out-dir D` records the SPM stream instead
+// (spm_capture.h, docs/spm.md).
 #include <CLI/CLI.hpp>
 #include <fmt/core.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstring>
 #include <numeric>
@@ -13,6 +18,7 @@
 
 #include "../common/amd_packets.h"
 #include "compute_client.h"
+#include "spm_capture.h"
 
 namespace pk = rvgl::packets;
 using rvgl::demo::ComputeClient;
@@ -169,6 +175,49 @@ int run(const std::string &socket, uint64_t size) {
   return bad ? 1 : 0;
 }
 
+int run_spm(const std::string &socket, const rvgl::demo::SpmCaptureOptions &o) {
+  auto client = must(ComputeClient::connect(socket), "connect");
+  const rvgl_capset &cap = client->capset();
+  fmt::print("vtest    : {} (protocol {}), context on capset {} v{}\n", socket,
+             client->transport().protocol_version(), RVGL_CAPSET_ID, RVGL_CAPSET_VERSION);
+  fmt::print("spm      : version {}.{}, {} partition(s), {} XCC(s) each, clock {} kHz\n",
+             cap.spm_version >> 24, cap.spm_version & 0xffffff, cap.num_xcp, cap.num_xcc,
+             cap.gpu_counter_freq_khz);
+  const auto start = Clock::now();
+  auto cap_result = rvgl::demo::capture_spm(*client, o);
+  if (!cap_result) {
+    const int status = cap_result.code() == -EPROTO ? 1 : 2;
+    throw Failure{status,
+                  fmt::format("spm: {} ({})", cap_result.error().message, cap_result.code())};
+  }
+  const rvgl::demo::SpmCapture &r = *cap_result;
+  fmt::print("layout   : {} lines per sample, destinations of {} bytes ({} per XCC)\n",
+             rvgl::spm::lines_per_sample(r.layout), r.dest_bytes, r.dest_bytes / r.layout.num_xcc);
+  int bad = 0;
+  for (size_t i = 0; i < r.buffers.size(); ++i) {
+    const auto &b = r.buffers[i];
+    const bool ok = b.decoded_bytes == b.bytes_copied;
+    bad += !ok;
+    fmt::print("buffer {:<3}: {} bytes copied, {} decoded ({} samples){}{}\n", i, b.bytes_copied,
+               b.decoded_bytes, b.samples, b.has_data_loss ? ", DATA LOSS" : "",
+               ok ? "" : " MISMATCH");
+  }
+  auto check = [&](bool ok, const std::string &what) {
+    fmt::print("check    : {:<58} {}\n", what, ok ? "ok" : "MISMATCH");
+    bad += !ok;
+  };
+  check(r.stats.samples > 0, fmt::format("samples recorded ({})", r.stats.samples));
+  check(r.stats.timestamp_regressions == 0, "timestamps increase on every XCC");
+  check(client->session().shared_page().async_error() == 0, "no asynchronous errors reported");
+  fmt::print("files    : {}\n           {}\n", r.csv_path, r.trace_path);
+  if (!r.recording_path.empty())
+    fmt::print("           {} (rvgl-spm {} --png spm.png)\n", r.recording_path, r.recording_path);
+  const double total = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+  fmt::print("result   : {} — {} buffers, {} slices with data loss, {:.1f} ms\n",
+             bad ? "FAIL" : "PASS", r.buffers.size(), r.stats.slices_with_loss, total);
+  return bad ? 1 : 0;
+}
+
 }  // namespace
 
 int main(int argc, char **argv) {
@@ -178,12 +227,36 @@ int main(int argc, char **argv) {
   app.add_option("-s,--socket", socket, "the vtest server's socket")->required();
   app.add_option("--size-kib", kib, "bytes copied, in KiB (multiple of 4, at most 65536)")
       ->check(CLI::Range(4, 65536));
+  app.require_subcommand(0, 1);
+
+  rvgl::demo::SpmCaptureOptions spm;
+  uint64_t buffer_kib = spm.buffer_bytes / 1024;
+  bool no_recording = false;
+  CLI::App *spm_cmd = app.add_subcommand(
+      "spm", "record SPM samples into guest buffers; write CSV, trace JSON and a recording");
+  spm_cmd->add_option("-n,--buffers", spm.buffers, "destination buffers to record")
+      ->check(CLI::Range(1, 4096));
+  spm_cmd->add_option("--buffer-kib", buffer_kib, "size of each buffer, in KiB")
+      ->check(CLI::Range(1, 262144));
+  spm_cmd->add_option("--fill-timeout-ms", spm.fill_timeout_ms,
+                      "how long the kernel may wait for a buffer to fill");
+  spm_cmd->add_option("--xcp", spm.xcp, "SPM partition");
+  spm_cmd->add_option("--counters", spm.counters, "counter indices to export (default: first 8)");
+  spm_cmd->add_option("-o,--out-dir", spm.out_dir, "where the files go")
+      ->required()
+      ->check(CLI::ExistingDirectory);
+  spm_cmd->add_flag("--no-recording", no_recording, "do not write spm-recording.bin");
   CLI11_PARSE(app, argc, argv);
-  if (kib % 4) {
-    fmt::print(stderr, "rvgl-demo: --size-kib must be a multiple of 4\n");
-    return 2;
-  }
   try {
+    if (*spm_cmd) {
+      spm.buffer_bytes = buffer_kib * 1024;
+      spm.write_recording = !no_recording;
+      return run_spm(socket, spm);
+    }
+    if (kib % 4) {
+      fmt::print(stderr, "rvgl-demo: --size-kib must be a multiple of 4\n");
+      return 2;
+    }
     return run(socket, kib * 1024);
   } catch (const Failure &f) {
     fmt::print(stderr, "rvgl-demo: {}\nresult   : FAIL\n", f.what);
