@@ -1,97 +1,10 @@
 // End to end through Debian's stock /usr/bin/virgl_test_server (vtest protocol 3), with the
 // emulated GPU and librocm_virgl.so preloaded and RVGL_COMPUTE_ONLY=1, driven by the guest
 // library's vtest transport — no VM, no GPU.
-#include <catch2/catch.hpp>
-
-#include <cstring>
-#include <numeric>
-#include <string>
-#include <vector>
-
-#include "amd_packets.h"
-#include "compute_client.h"
-#include "vtest_server.h"
+#include "e2e_client_steps.h"
 
 using namespace rvgl::e2e;
 using rvgl::demo::ComputeClient;
-using rvgl::demo::GpuBuffer;
-namespace pk = rvgl::packets;
-
-namespace {
-
-constexpr uint32_t kSdmaRing = 1;
-constexpr uint64_t kSize = 256 * 1024;
-
-std::unique_ptr<ComputeClient> connect(VtestServer &server, const std::string &name) {
-  rvgl::demo::ClientOptions o;
-  o.client_name = name;
-  auto c = ComputeClient::connect(server.socket_path(), o);
-  INFO("server output:\n" << server.log());
-  REQUIRE(c.ok());
-  return std::move(*c);
-}
-
-template <class T>
-T ok(rvgl::guest::Result<T> r, const char *what) {
-  INFO(what << ": " << (r ? std::string() : r.error().message));
-  REQUIRE(r.ok());
-  return std::move(*r);
-}
-void ok(rvgl::guest::Status s, const char *what) {
-  INFO(what << ": " << (s ? std::string() : s.error().message));
-  REQUIRE(s.ok());
-}
-
-std::vector<uint8_t> pattern(uint32_t seed) {
-  std::vector<uint8_t> p(kSize);
-  auto *w = reinterpret_cast<uint32_t *>(p.data());
-  std::iota(w, w + kSize / 4, seed);
-  return p;
-}
-
-// What one guest does: a GUEST userptr blob with `data`, a VRAM HOST3D blob mapped from the fd
-// vtest returned, an SDMA copy between them, the ring's fence waited for with SYNC_WAIT.
-struct Copy {
-  GpuBuffer src, dst, ib;
-  uint32_t queue = 0;
-};
-
-Copy set_up_copy(ComputeClient &c, const std::vector<uint8_t> &data) {
-  Copy k;
-  k.src = ok(c.create_userptr(kSize, data), "GUEST userptr blob");
-  k.dst = ok(c.create_buffer(kSize, RVGL_DOMAIN_VRAM, RVGL_BO_FLAG_CPU_ACCESS), "VRAM blob");
-  REQUIRE(k.dst.blob.fd.valid());           // vtest passed the blob's fd over the socket
-  REQUIRE(k.dst.memory().size() == kSize);  // ... and the guest mapped it
-  std::memset(k.dst.memory().data(), 0, kSize);
-  k.ib = ok(c.create_buffer(4096, RVGL_DOMAIN_GTT), "IB blob");
-  ok(c.map_gpu(k.src, RVGL_VA_FLAG_READ), "VA_MAP userptr");
-  ok(c.map_gpu(k.dst), "VA_MAP VRAM");
-  ok(c.map_gpu(k.ib, RVGL_VA_FLAG_READ | RVGL_VA_FLAG_EXECUTE), "VA_MAP IB");
-  k.queue = ok(c.create_queue(RVGL_IP_SDMA, kSdmaRing), "SDMA queue");
-  return k;
-}
-
-void submit_copy(ComputeClient &c, Copy &k) {
-  std::vector<uint32_t> ib;
-  pk::sdma_copy_linear(ib, k.dst.va, k.src.va, static_cast<uint32_t>(kSize));
-  pk::sdma_pad(ib);
-  ok(c.submit(k.queue, k.ib, 0, ib), "SUBMIT");
-}
-
-void wait_ring(ComputeClient &c, uint32_t ring) {
-  auto f = ok(c.fence(ring), "fence");
-  REQUIRE(ok(c.wait(f, std::chrono::seconds(20)), "SYNC_WAIT"));
-}
-
-void run_copy(ComputeClient &c, uint32_t seed) {
-  const auto data = pattern(seed);
-  Copy k = set_up_copy(c, data);
-  submit_copy(c, k);
-  wait_ring(c, kSdmaRing);
-  CHECK(std::memcmp(k.dst.memory().data(), data.data(), kSize) == 0);
-}
-
-}  // namespace
 
 TEST_CASE("a guest copies userptr to VRAM through the stock vtest server", "[e2e]") {
   VtestServer server;
@@ -124,8 +37,8 @@ TEST_CASE("two clients at once stay isolated", "[e2e]") {
   submit_copy(*b, kb);
   wait_ring(*b, kSdmaRing);
   wait_ring(*a, kSdmaRing);
-  CHECK(std::memcmp(ka.dst.memory().data(), da.data(), kSize) == 0);
-  CHECK(std::memcmp(kb.dst.memory().data(), db.data(), kSize) == 0);
+  CHECK(std::memcmp(ka.dst.memory().data(), da.data(), kCopySize) == 0);
+  CHECK(std::memcmp(kb.dst.memory().data(), db.data(), kCopySize) == 0);
 
   // In one process resource ids are the server's, unique across clients: a cannot name b's.
   // (Forked, each process numbers its own and the same id names each client's own resource.)
@@ -134,8 +47,8 @@ TEST_CASE("two clients at once stay isolated", "[e2e]") {
   auto r = a->session().call<rvgl_rsp_va_map>([&](rvgl::guest::RequestEncoder &e) {
     rvgl::guest::VaMapArgs m;
     m.object = rvgl::guest::ObjectRef::resource(kb.dst.blob.res_id);
-    m.va = ka.dst.va + 64 * kSize;
-    m.size = kSize;
+    m.va = ka.dst.va + 64 * kCopySize;
+    m.size = kCopySize;
     return e.va_map(m);
   });
   REQUIRE_FALSE(r.ok());

@@ -75,6 +75,9 @@ VtestServer::VtestServer(const ServerOptions &options) {
   dir_ = tmpl;
   socket_ = dir_ + "/vtest.sock";
   log_path_ = dir_ + "/server.log";
+  state_dir_ = dir_ + "/emu";
+  for (const auto &e : options.extra_env)
+    if (e.rfind("RVGL_EMU_STATE_DIR=", 0) == 0) state_dir_ = e.substr(19);
 
   // The environment: ours, minus any preload, plus the server's.
   std::string preload;
@@ -83,12 +86,14 @@ VtestServer::VtestServer(const ServerOptions &options) {
   preload += env_or_null("RVGL_E2E_PRELOAD");
   std::vector<std::string> env;
   for (char **e = environ; *e; ++e) {
-    if (!std::strncmp(*e, "LD_PRELOAD=", 11) || !std::strncmp(*e, "RVGL_COMPUTE_ONLY=", 18))
+    if (!std::strncmp(*e, "LD_PRELOAD=", 11) || !std::strncmp(*e, "RVGL_COMPUTE_ONLY=", 18) ||
+        !std::strncmp(*e, "RVGL_EMU_STATE_DIR=", 19))
       continue;
     env.emplace_back(*e);
   }
   env.push_back("LD_PRELOAD=" + preload);
   env.push_back(std::string("RVGL_COMPUTE_ONLY=") + (options.compute_only ? "1" : "0"));
+  env.push_back("RVGL_EMU_STATE_DIR=" + state_dir_);
   // The server is not instrumented and leaks at exit by design; only our libraries are checked.
   env.push_back("ASAN_OPTIONS=detect_leaks=0:verify_asan_link_order=0");
   for (const auto &e : options.extra_env)

@@ -19,8 +19,11 @@ struct ServerOptions {
   // --no-fork --multi-clients: every client in one server process. (--multi-clients alone still
   // forks a process per client: 0.10.4 only stops forking with --no-fork.)
   bool one_process = false;
-  bool compute_only = true;            // RVGL_COMPUTE_ONLY
-  std::vector<std::string> extra_env;  // NAME=value
+  bool compute_only = true;  // RVGL_COMPUTE_ONLY
+  // NAME=value. RVGL_EMU_STATE_DIR defaults to a directory of this server's own: the emulated
+  // SPM is exclusive across every process sharing a state directory, and other test programs
+  // may be running at the same time.
+  std::vector<std::string> extra_env;
 };
 
 class VtestServer {
@@ -32,6 +35,8 @@ class VtestServer {
   VtestServer &operator=(const VtestServer &) = delete;
 
   const std::string &socket_path() const { return socket_; }
+  const std::string &emu_state_dir() const { return state_dir_; }
+  pid_t pid() const { return pid_; }
   bool running();           // the server process (the parent) is still alive
   std::string log() const;  // what the server printed so far
 
@@ -40,6 +45,7 @@ class VtestServer {
 
   std::string dir_;
   std::string socket_;
+  std::string state_dir_;
   std::string log_path_;
   pid_t pid_ = -1;
 };
