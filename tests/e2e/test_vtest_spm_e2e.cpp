@@ -137,8 +137,13 @@ std::string slurp(const fs::path &p) {
 
 TEST_CASE("the demo's spm mode records SPM into a guest blob and exports CSV and trace JSON",
           "[e2e][spm]") {
-  VtestServer server;
+  const std::string profile = GENERATE("gfx1100", "gfx942");  // 1 XCC; 8 XCCs per partition
+  INFO("RVGL_EMU_PROFILE=" << profile);
+  ServerOptions so;
+  so.extra_env = {"RVGL_EMU_PROFILE=" + profile};
+  VtestServer server(so);
   auto c = connect(server, "spm-capture");
+  CHECK(c->capset().num_xcc == (profile == "gfx942" ? 8u : 1u));
   REQUIRE((c->capset().features & RVGL_FEATURE_SPM) != 0);
   TempDir out;
   rvgl::demo::SpmCaptureOptions o;

@@ -4,10 +4,10 @@
 #include <link.h>
 #include <signal.h>
 #include <spawn.h>
-#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -15,6 +15,7 @@
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
+#include <string_view>
 #include <thread>
 
 extern char **environ;
@@ -46,9 +47,19 @@ std::vector<std::string> sanitizer_runtimes() {
   return found;
 }
 
-bool is_socket(const std::string &path) {
-  struct stat st;
-  return ::stat(path.c_str(), &st) == 0 && S_ISSOCK(st.st_mode);
+// The socket file appears at bind(), before listen(): a client connecting in between is refused.
+// /proc/net/unix marks listening sockets with __SO_ACCEPTCON (0x10000) in its Flags column.
+bool is_listening(const std::string &path) {
+  std::ifstream f("/proc/net/unix");
+  std::string line;
+  while (std::getline(f, line)) {
+    std::istringstream in(line);
+    std::string num, refs, proto, flags, type, st, inode, name;
+    if (!(in >> num >> refs >> proto >> flags >> type >> st >> inode >> name) || name != path)
+      continue;
+    if (std::stoul(flags, nullptr, 16) & 0x10000) return true;
+  }
+  return false;
 }
 
 }  // namespace
@@ -84,12 +95,16 @@ VtestServer::VtestServer(const ServerOptions &options) {
   for (const auto &rt : sanitizer_runtimes())
     preload += rt + ":";
   preload += env_or_null("RVGL_E2E_PRELOAD");
+  // What we set replaces what we inherited (getenv would find the inherited one first).
+  std::vector<std::string> ours = {"LD_PRELOAD=", "RVGL_COMPUTE_ONLY=", "RVGL_EMU_STATE_DIR="};
+  for (const auto &e : options.extra_env)
+    ours.push_back(e.substr(0, e.find('=') + 1));
   std::vector<std::string> env;
   for (char **e = environ; *e; ++e) {
-    if (!std::strncmp(*e, "LD_PRELOAD=", 11) || !std::strncmp(*e, "RVGL_COMPUTE_ONLY=", 18) ||
-        !std::strncmp(*e, "RVGL_EMU_STATE_DIR=", 19))
-      continue;
-    env.emplace_back(*e);
+    const std::string_view v(*e);
+    if (std::none_of(ours.begin(), ours.end(),
+                     [&](const std::string &n) { return v.starts_with(n); }))
+      env.emplace_back(*e);
   }
   env.push_back("LD_PRELOAD=" + preload);
   env.push_back(std::string("RVGL_COMPUTE_ONLY=") + (options.compute_only ? "1" : "0"));
@@ -133,7 +148,7 @@ VtestServer::VtestServer(const ServerOptions &options) {
   }
 
   const auto give_up = Clock::now() + std::chrono::seconds(10);
-  while (!is_socket(socket_)) {
+  while (!is_listening(socket_)) {
     if (!running() || Clock::now() > give_up) {
       const std::string l = log();
       stop();
