@@ -56,8 +56,8 @@ void FenceRetirer::kick() {
   wake_->signal(point);
 }
 
-void FenceRetirer::add(uint32_t ring_idx, uint64_t fence_id,
-                       std::shared_ptr<SyncTimeline> timeline, uint64_t point) {
+void FenceRetirer::add(uint32_t ring_idx, uint64_t fence_id, std::shared_ptr<SyncTimeline> timeline,
+                       uint64_t point) {
   if (ring_idx >= RVGL_RING_COUNT) return;
   {
     std::lock_guard lk(mu_);
@@ -68,7 +68,11 @@ void FenceRetirer::add(uint32_t ring_idx, uint64_t fence_id,
       [[maybe_unused]] ssize_t n = write(event_fd_.get(), &one, sizeof(one));
       return;
     }
+    // Behind a pending fence that has a timeline, the thread already waits on that front entry
+    // and rebuilds its wait set when it retires: no wakeup (and no signal ioctl) needed.
+    const bool waited_on = !rings_[ring_idx].empty() && rings_[ring_idx].front().timeline;
     rings_[ring_idx].push_back({fence_id, std::move(timeline), point});
+    if (waited_on) return;
   }
   kick();
 }
@@ -79,16 +83,12 @@ void FenceRetirer::set_watch_callback(WatchCallback cb) {
 }
 
 void FenceRetirer::watch(uint32_t key, std::shared_ptr<SyncTimeline> timeline, uint64_t point) {
-  bool wake;
-  {
-    std::lock_guard lk(mu_);
-    auto [it, inserted] = watches_.insert_or_assign(key, Watch{std::move(timeline), point});
-    // An existing watch is already in the thread's wait set: it wakes at the old point and then
-    // waits for the new one, so no extra wakeup (and ioctl) per submission.
-    wake = inserted;
-    (void)it;
-  }
-  if (wake) kick();
+  // No wakeup (a signal ioctl per submission): the thread takes the watch into its wait set when it
+  // next wakes, which is at once when the guest asks for a fence (nearly every submission does),
+  // and within the safety-net interval otherwise. A watch only drives the health check behind
+  // events; QUEUE_STATE checks synchronously.
+  std::lock_guard lk(mu_);
+  watches_.insert_or_assign(key, Watch{std::move(timeline), point});
 }
 
 void FenceRetirer::unwatch(uint32_t key) {
@@ -98,7 +98,7 @@ void FenceRetirer::unwatch(uint32_t key) {
 
 void FenceRetirer::collect_watches(std::vector<uint32_t> *fired) {
   for (auto it = watches_.begin(); it != watches_.end();) {
-    if (it->second.timeline->value() >= it->second.point) {
+    if (it->second.timeline->known_reached() >= it->second.point) {
       fired->push_back(it->first);
       it = watches_.erase(it);
     } else {
@@ -110,17 +110,10 @@ void FenceRetirer::collect_watches(std::vector<uint32_t> *fired) {
 void FenceRetirer::collect_done(std::vector<Done> *done) {
   for (uint32_t ring = 0; ring < RVGL_RING_COUNT; ++ring) {
     auto &q = rings_[ring];
-    uint64_t reached = 0;
-    const SyncTimeline *queried = nullptr;
     while (!q.empty()) {
       const Pending &p = q.front();
-      if (p.timeline) {
-        if (p.timeline.get() != queried) {
-          reached = p.timeline->value();
-          queried = p.timeline.get();
-        }
-        if (reached < p.point) break;
-      }
+      // Not known yet: the wait below returns at once if it is already signalled.
+      if (p.timeline && p.timeline->known_reached() < p.point) break;
       done->push_back({ring, p.fence_id});
       q.pop_front();
     }
@@ -130,7 +123,8 @@ void FenceRetirer::collect_done(std::vector<Done> *done) {
 void FenceRetirer::deliver(std::vector<Done> &done) {
   if (done.empty()) return;
   if (async_) {
-    for (const auto &d : done) cb_(d.ring, d.fence_id);
+    for (const auto &d : done)
+      cb_(d.ring, d.fence_id);
     std::lock_guard lk(mu_);
     delivered_ += done.size();
     return;
@@ -144,15 +138,18 @@ void FenceRetirer::deliver(std::vector<Done> &done) {
 }
 
 void FenceRetirer::poll() {
+  // Drain the eventfd before taking the batch: a fence that becomes ready in between then leaves
+  // the fd readable for the next poll instead of losing its wakeup.
+  uint64_t v;
+  [[maybe_unused]] ssize_t n = read(event_fd_.get(), &v, sizeof(v));
   std::deque<Done> batch;
   {
     std::lock_guard lk(mu_);
     batch.swap(ready_);
     delivered_ += batch.size();
   }
-  uint64_t v;
-  [[maybe_unused]] ssize_t n = read(event_fd_.get(), &v, sizeof(v));
-  for (const auto &d : batch) cb_(d.ring, d.fence_id);
+  for (const auto &d : batch)
+    cb_(d.ring, d.fence_id);
 }
 
 uint64_t FenceRetirer::delivered() const {
@@ -163,7 +160,8 @@ uint64_t FenceRetirer::delivered() const {
 size_t FenceRetirer::pending() const {
   std::lock_guard lk(mu_);
   size_t n = ready_.size();
-  for (const auto &q : rings_) n += q.size();
+  for (const auto &q : rings_)
+    n += q.size();
   return n;
 }
 
@@ -212,8 +210,10 @@ void FenceRetirer::run() {
     if (!done.empty() || !fired.empty()) continue;  // something moved: rebuild the wait set
     // Sleeps until something completes or a kick arrives. The bounded timeout is only a safety
     // net: a kick whose signal ioctl failed must not leave fences unretired forever.
+    uint32_t first = UINT32_MAX;
     int r = dev_->syncobj_timeline_wait(handles, points, now_ns() + kSafetyNetNs,
-                                        DRM_SYNCOBJ_WAIT_FLAGS_WAIT_FOR_SUBMIT, nullptr);
+                                        DRM_SYNCOBJ_WAIT_FLAGS_WAIT_FOR_SUBMIT, &first);
+    if (r == 0 && first < hold.size()) hold[first]->note_reached(points[first]);
     if (r && r != -ETIME) usleep(1000);  // never spin on a broken device
   }
 }

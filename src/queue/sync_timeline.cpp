@@ -9,7 +9,9 @@ std::shared_ptr<SyncTimeline> SyncTimeline::create(std::shared_ptr<AmdgpuDevice>
   return std::shared_ptr<SyncTimeline>(new SyncTimeline(std::move(dev), h));
 }
 
-SyncTimeline::~SyncTimeline() { dev_->syncobj_destroy(handle_); }
+SyncTimeline::~SyncTimeline() {
+  dev_->syncobj_destroy(handle_);
+}
 
 int SyncTimeline::signal(uint64_t point) {
   int r = 0;
@@ -20,7 +22,15 @@ int SyncTimeline::signal(uint64_t point) {
 
 uint64_t SyncTimeline::value() const {
   uint64_t v = 0;
-  return dev_->syncobj_query(handle_, &v) ? 0 : v;
+  if (dev_->syncobj_query(handle_, &v)) return 0;
+  note_reached(v);
+  return v;
+}
+
+void SyncTimeline::note_reached(uint64_t point) const {
+  uint64_t seen = known_.load(std::memory_order_relaxed);
+  while (seen < point && !known_.compare_exchange_weak(seen, point, std::memory_order_acq_rel)) {
+  }
 }
 
 }  // namespace rvgl

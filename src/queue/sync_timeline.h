@@ -3,6 +3,7 @@
 // Every ring's completion is one of these, so one blocking wait covers them all.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 
@@ -18,8 +19,12 @@ class SyncTimeline {
   SyncTimeline &operator=(const SyncTimeline &) = delete;
 
   uint32_t handle() const { return handle_; }
-  // Highest signalled point (0 on error).
+  // Highest signalled point (0 on error), asked of the kernel.
   uint64_t value() const;
+  // A point known to be signalled without asking the kernel: the highest one a wait or a query
+  // has seen. Lets the retire thread go from one wait to the next without a query ioctl between.
+  uint64_t known_reached() const { return known_.load(std::memory_order_acquire); }
+  void note_reached(uint64_t point) const;
   // Host-side signal; retried, since a lost signal would leave a waiter asleep.
   int signal(uint64_t point);
 
@@ -27,6 +32,7 @@ class SyncTimeline {
   SyncTimeline(std::shared_ptr<AmdgpuDevice> dev, uint32_t h) : dev_(std::move(dev)), handle_(h) {}
   std::shared_ptr<AmdgpuDevice> dev_;
   uint32_t handle_;
+  mutable std::atomic<uint64_t> known_{0};
 };
 
 }  // namespace rvgl
