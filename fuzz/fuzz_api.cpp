@@ -22,7 +22,9 @@ constexpr size_t kRamPages = 256;
 
 uint64_t fences_written;
 void write_fence(void *, uint32_t) {}
-void write_context_fence(void *, uint32_t, uint32_t, uint64_t) { ++fences_written; }
+void write_context_fence(void *, uint32_t, uint32_t, uint64_t) {
+  ++fences_written;
+}
 
 struct Reader {
   const uint8_t *p;
@@ -35,7 +37,8 @@ struct Reader {
   }
   uint32_t u32() {
     uint32_t v = 0;
-    for (int i = 0; i < 4; ++i) v |= uint32_t{u8()} << (8 * i);
+    for (int i = 0; i < 4; ++i)
+      v |= uint32_t{u8()} << (8 * i);
     return v;
   }
   std::vector<uint8_t> bytes(size_t want) {
@@ -53,8 +56,8 @@ virgl_renderer_callbacks cbs;
 }  // namespace
 
 extern "C" int LLVMFuzzerInitialize(int *, char ***) {
-  void *m = mmap(nullptr, kRamPages * 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
-                 -1, 0);
+  void *m =
+      mmap(nullptr, kRamPages * 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   if (m == MAP_FAILED) abort();
   ram = static_cast<uint8_t *>(m);
   cbs.version = 3;
@@ -72,12 +75,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   uint32_t seqno = 0;
   while (!in.empty()) {
     const uint8_t op = in.u8() % 14;
-    const uint32_t ctx = 1 + in.u8() % 4;   // a few ids so calls meet the same contexts
+    const uint32_t ctx = 1 + in.u8() % 4;  // a few ids so calls meet the same contexts
     const uint32_t rid = 1 + in.u8() % 16;
     switch (op) {
       case 0:  // create
         if (!virgl_renderer_context_create_with_flags(ctx, in.u8() % 3 ? kCapsetRocm : in.u8(), 4,
-                                                       "fuzz"))
+                                                      "fuzz"))
           ctxs.insert(ctx);
         break;
       case 1:
@@ -111,7 +114,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         a.res_handle = rid;
         a.ctx_id = ctx;
         a.blob_mem = (in.u8() & 1) ? VIRGL_RENDERER_BLOB_MEM_GUEST : 3;  // or HOST3D_GUEST
-        a.blob_flags = (in.u8() & 1) ? 0x18 : 0x8;                      // USERPTR[_RDONLY]
+        a.blob_flags = (in.u8() & 1) ? 0x18 : 0x8;                       // USERPTR[_RDONLY]
         a.size = (in.u8() & 7) ? total : in.u32();
         a.iovecs = iov;
         a.num_iovs = n;
@@ -179,7 +182,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       }
     }
   }
-  for (uint32_t r : res) virgl_renderer_resource_unref(r);
-  for (uint32_t c : ctxs) virgl_renderer_context_destroy(c);
+  for (uint32_t r : res)
+    virgl_renderer_resource_unref(r);
+  for (uint32_t c : ctxs)
+    virgl_renderer_context_destroy(c);
   return 0;
 }

@@ -46,7 +46,7 @@ struct Target {
     seqno = 0;
     h->create_shmem();
     const uint64_t va = h->capset().va_start;
-    bufs.push_back(h->mapped_bo(64 * 1024));                                       // bo 1, res 2
+    bufs.push_back(h->mapped_bo(64 * 1024));  // bo 1, res 2
     bufs.push_back(h->mapped_bo(64 * 1024, RVGL_DOMAIN_VRAM, RVGL_BO_FLAG_CPU_ACCESS));  // bo 2
     h->va_map(1, 0, 0, va, 64 * 1024);
     h->va_map(2, 0, 0, va + (1 << 20), 64 * 1024);

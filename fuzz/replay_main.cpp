@@ -35,11 +35,13 @@ void collect(const std::string &path, std::vector<std::string> *out) {
 int main(int argc, char **argv) {
   if (LLVMFuzzerInitialize) LLVMFuzzerInitialize(&argc, &argv);
   std::vector<std::string> files;
-  for (int i = 1; i < argc; ++i) collect(argv[i], &files);
+  for (int i = 1; i < argc; ++i)
+    collect(argv[i], &files);
   std::sort(files.begin(), files.end());
   for (const auto &f : files) {
     std::ifstream in(f, std::ios::binary);
-    std::vector<uint8_t> data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::vector<uint8_t> data((std::istreambuf_iterator<char>(in)),
+                              std::istreambuf_iterator<char>());
     LLVMFuzzerTestOneInput(data.data(), data.size());
   }
   std::printf("replayed %zu inputs\n", files.size());

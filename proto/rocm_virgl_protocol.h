@@ -66,7 +66,7 @@ extern "C" {
 /* Ring indices (virtio-gpu context fences)                                                   */
 /* ------------------------------------------------------------------------------------------ */
 
-#define RVGL_RING_CPU 0u        /* retired once every request submitted before it is processed */
+#define RVGL_RING_CPU 0u         /* retired once every request submitted before it is processed */
 #define RVGL_RING_FIRST_QUEUE 1u /* rings 1..62 bind a queue or the SPM stream */
 #define RVGL_RING_LAST_QUEUE 62u
 #define RVGL_RING_EVENTS 63u /* retired when a new event record is written */
@@ -76,12 +76,12 @@ extern "C" {
 /* Capset payload (capset id RVGL_CAPSET_ID, version RVGL_CAPSET_VERSION)                      */
 /* ------------------------------------------------------------------------------------------ */
 
-#define RVGL_FEATURE_USERPTR (1ull << 0)        /* GUEST blobs with RVGL_BLOB_FLAG_USERPTR */
-#define RVGL_FEATURE_USERPTR_RDONLY (1ull << 1) /* ... and RVGL_BLOB_FLAG_USERPTR_RDONLY */
-#define RVGL_FEATURE_KERNEL_QUEUES (1ull << 2)  /* RVGL_QUEUE_KIND_KERNEL */
-#define RVGL_FEATURE_USER_QUEUES (1ull << 3)    /* RVGL_QUEUE_KIND_USER */
-#define RVGL_FEATURE_SPM (1ull << 4)            /* SPM_* commands */
-#define RVGL_FEATURE_EVENT_RING (1ull << 5)     /* event records in the shared page */
+#define RVGL_FEATURE_USERPTR (1ull << 0)         /* GUEST blobs with RVGL_BLOB_FLAG_USERPTR */
+#define RVGL_FEATURE_USERPTR_RDONLY (1ull << 1)  /* ... and RVGL_BLOB_FLAG_USERPTR_RDONLY */
+#define RVGL_FEATURE_KERNEL_QUEUES (1ull << 2)   /* RVGL_QUEUE_KIND_KERNEL */
+#define RVGL_FEATURE_USER_QUEUES (1ull << 3)     /* RVGL_QUEUE_KIND_USER */
+#define RVGL_FEATURE_SPM (1ull << 4)             /* SPM_* commands */
+#define RVGL_FEATURE_EVENT_RING (1ull << 5)      /* event records in the shared page */
 #define RVGL_FEATURE_RESOURCE_IMPORT (1ull << 6) /* attach resources of other context types */
 
 /* Bits of kernel_queue_ip_mask / user_queue_ip_mask: 1u << RVGL_IP_* */
@@ -213,8 +213,8 @@ struct rvgl_req_hdr {
 RVGL_CHECK_SIZE(struct rvgl_req_hdr, 16);
 
 struct rvgl_rsp_hdr {
-  int32_t result;  /* 0 or a negative errno */
-  uint32_t seqno;  /* the request's seqno, stored last: the response is complete when it matches */
+  int32_t result; /* 0 or a negative errno */
+  uint32_t seqno; /* the request's seqno, stored last: the response is complete when it matches */
 };
 RVGL_CHECK_SIZE(struct rvgl_rsp_hdr, 8);
 
@@ -313,8 +313,8 @@ RVGL_CHECK_OFFSET(struct rvgl_rsp_query_info, data, 16);
 #define RVGL_BO_FLAG_CPU_ACCESS (1u << 0)    /* VRAM: must be CPU-mappable (for a MAPPABLE blob) */
 #define RVGL_BO_FLAG_NO_CPU_ACCESS (1u << 1) /* VRAM: never CPU-mapped */
 #define RVGL_BO_FLAG_WRITE_COMBINE (1u << 2) /* GTT: write-combined CPU mapping */
-#define RVGL_BO_FLAGS_ALL (RVGL_BO_FLAG_CPU_ACCESS | RVGL_BO_FLAG_NO_CPU_ACCESS | \
-                           RVGL_BO_FLAG_WRITE_COMBINE)
+#define RVGL_BO_FLAGS_ALL \
+  (RVGL_BO_FLAG_CPU_ACCESS | RVGL_BO_FLAG_NO_CPU_ACCESS | RVGL_BO_FLAG_WRITE_COMBINE)
 
 struct rvgl_req_bo_create {
   struct rvgl_req_hdr hdr;
@@ -396,10 +396,10 @@ struct rvgl_req_queue_create {
   uint32_t ring_idx; /* RVGL_RING_FIRST_QUEUE..RVGL_RING_LAST_QUEUE, one queue per ring */
   /* RVGL_QUEUE_KIND_USER only (zero for kernel queues); GPU VAs in the guest's VA range */
   uint64_t queue_va;
-  uint64_t queue_size; /* bytes, power of two, >= 256 */
-  uint64_t rptr_va;    /* 8-byte aligned */
-  uint64_t wptr_va;    /* 8-byte aligned */
-  uint64_t eop_va;     /* compute: EOP buffer of capset.userq_eop_size */
+  uint64_t queue_size;      /* bytes, power of two, >= 256 */
+  uint64_t rptr_va;         /* 8-byte aligned */
+  uint64_t wptr_va;         /* 8-byte aligned */
+  uint64_t eop_va;          /* compute: EOP buffer of capset.userq_eop_size */
   uint32_t doorbell_bo;     /* handle of a RVGL_DOMAIN_DOORBELL object */
   uint32_t doorbell_offset; /* dword index inside it */
 };
@@ -425,8 +425,8 @@ RVGL_CHECK_SIZE(struct rvgl_req_queue_destroy, 24);
 
 /* ---- SUBMIT: IBs on a kernel queue, after waits on other queues of this context. ---- */
 struct rvgl_ib {
-  uint64_t va;   /* GPU VA of the IB, 4-byte aligned */
-  uint32_t size; /* bytes, > 0, multiple of 4 */
+  uint64_t va;    /* GPU VA of the IB, 4-byte aligned */
+  uint32_t size;  /* bytes, > 0, multiple of 4 */
   uint32_t flags; /* must be 0 in v1 */
 };
 RVGL_CHECK_SIZE(struct rvgl_ib, 16);
@@ -441,7 +441,7 @@ RVGL_CHECK_SIZE(struct rvgl_wait, 16);
 struct rvgl_req_submit {
   struct rvgl_req_hdr hdr;
   uint32_t queue;
-  uint32_t flags; /* must be 0 in v1 */
+  uint32_t flags;     /* must be 0 in v1 */
   uint32_t num_ibs;   /* 1..capset.max_ibs_per_submit */
   uint32_t num_waits; /* 0..capset.max_waits_per_submit */
   /* followed by: struct rvgl_ib ibs[num_ibs]; struct rvgl_wait waits[num_waits]; */

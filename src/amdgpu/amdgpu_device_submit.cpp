@@ -36,7 +36,8 @@ int AmdgpuDevice::cs_submit(uint32_t ctx_id, std::span<const drm_amdgpu_cs_chunk
   // The kernel reads an array of pointers to chunks.
   uint64_t ptrs[16];
   if (chunks.size() > std::size(ptrs)) return -EINVAL;
-  for (size_t i = 0; i < chunks.size(); ++i) ptrs[i] = reinterpret_cast<uintptr_t>(&chunks[i]);
+  for (size_t i = 0; i < chunks.size(); ++i)
+    ptrs[i] = reinterpret_cast<uintptr_t>(&chunks[i]);
   drm_amdgpu_cs args{};
   args.in.ctx_id = ctx_id;
   args.in.num_chunks = static_cast<uint32_t>(chunks.size());
@@ -63,7 +64,9 @@ int AmdgpuDevice::syncobj_create(uint32_t flags, uint32_t *handle) {
   return drmSyncobjCreate(fd(), flags, handle) ? -errno : 0;
 }
 
-void AmdgpuDevice::syncobj_destroy(uint32_t handle) { drmSyncobjDestroy(fd(), handle); }
+void AmdgpuDevice::syncobj_destroy(uint32_t handle) {
+  drmSyncobjDestroy(fd(), handle);
+}
 
 int AmdgpuDevice::syncobj_timeline_wait(std::span<const uint32_t> handles,
                                         std::span<const uint64_t> points, int64_t abs_timeout_ns,

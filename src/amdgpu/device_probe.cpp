@@ -26,8 +26,8 @@ int probe_device(AmdgpuDevice &dev, const Config &cfg, uint64_t features_support
   drm_amdgpu_memory_info mem{};
   if (int err = dev.query_info(AMDGPU_INFO_MEMORY, &mem, sizeof(mem))) return err;
   rvgl_drm_amdgpu_info_hw_ip compute{}, dma{};
-  const bool has_compute = dev.query_hw_ip_info(AMDGPU_HW_IP_COMPUTE, &compute) == 0 &&
-                           compute.available_rings != 0;
+  const bool has_compute =
+      dev.query_hw_ip_info(AMDGPU_HW_IP_COMPUTE, &compute) == 0 && compute.available_rings != 0;
   const bool has_dma =
       dev.query_hw_ip_info(AMDGPU_HW_IP_DMA, &dma) == 0 && dma.available_rings != 0;
 
@@ -54,7 +54,8 @@ int probe_device(AmdgpuDevice &dev, const Config &cfg, uint64_t features_support
   c.num_shader_engines = b.num_shader_engines;
   c.wave_size = b.wave_front_size;
   c.gpu_counter_freq_khz = b.gpu_counter_freq;
-  c.max_engine_clock_khz = static_cast<uint32_t>(std::min<uint64_t>(b.max_engine_clock, UINT32_MAX));
+  c.max_engine_clock_khz =
+      static_cast<uint32_t>(std::min<uint64_t>(b.max_engine_clock, UINT32_MAX));
   c.vram_size = mem.vram.total_heap_size;
   c.visible_vram_size = mem.cpu_accessible_vram.total_heap_size;
   c.gtt_size = mem.gtt.total_heap_size;
@@ -91,8 +92,8 @@ int probe_device(AmdgpuDevice &dev, const Config &cfg, uint64_t features_support
     c.spm_version = prof.data.version;
   }
 
-  uint64_t features = RVGL_FEATURE_USERPTR | RVGL_FEATURE_USERPTR_RDONLY |
-                      RVGL_FEATURE_EVENT_RING | RVGL_FEATURE_RESOURCE_IMPORT;
+  uint64_t features = RVGL_FEATURE_USERPTR | RVGL_FEATURE_USERPTR_RDONLY | RVGL_FEATURE_EVENT_RING |
+                      RVGL_FEATURE_RESOURCE_IMPORT;
   if (c.kernel_queue_ip_mask) features |= RVGL_FEATURE_KERNEL_QUEUES;
   if (c.user_queue_ip_mask) features |= RVGL_FEATURE_USER_QUEUES;
   if (f.has_profiler) features |= RVGL_FEATURE_SPM;

@@ -16,7 +16,8 @@ std::vector<std::string> list_amdgpu_render_nodes() {
   for (int i = 0; i < n; ++i) {
     const drmDevicePtr d = devices[i];
     if (d->bustype == DRM_BUS_PCI && d->deviceinfo.pci &&
-        d->deviceinfo.pci->vendor_id == kAmdPciVendor && (d->available_nodes & (1 << DRM_NODE_RENDER)))
+        d->deviceinfo.pci->vendor_id == kAmdPciVendor &&
+        (d->available_nodes & (1 << DRM_NODE_RENDER)))
       nodes.emplace_back(d->nodes[DRM_NODE_RENDER]);
   }
   drmFreeDevices(devices, n);

@@ -25,11 +25,11 @@ enum RecordType : uint32_t {
 };
 
 struct RecordHeader {
-  uint32_t type;     // RecordType
-  uint32_t length;   // payload bytes (the record is padded to 8 after them)
-  uint32_t cmd;      // RESP: the command; DONE: 0
-  uint32_t seqno;    // RESP: the request's seqno
-  int32_t result;    // RESP: the response's result; DONE: the submit's result
+  uint32_t type;    // RecordType
+  uint32_t length;  // payload bytes (the record is padded to 8 after them)
+  uint32_t cmd;     // RESP: the command; DONE: 0
+  uint32_t seqno;   // RESP: the request's seqno
+  int32_t result;   // RESP: the response's result; DONE: the submit's result
   uint32_t reserved;
   uint64_t time_ns;  // CLOCK_MONOTONIC
 };

@@ -22,8 +22,8 @@ uint64_t now_ns() {
 std::unique_ptr<CaptureWriter> CaptureWriter::open(const std::string &dir, uint32_t ctx_id,
                                                    uint32_t capset_id) {
   std::unique_ptr<CaptureWriter> w(new CaptureWriter());
-  w->path_ = dir + "/rvgl-capture-" + std::to_string(getpid()) + "-ctx" + std::to_string(ctx_id) +
-             ".bin";
+  w->path_ =
+      dir + "/rvgl-capture-" + std::to_string(getpid()) + "-ctx" + std::to_string(ctx_id) + ".bin";
   w->f_ = std::fopen(w->path_.c_str(), "wbe");
   if (!w->f_) return nullptr;
   capture::FileHeader h{};
@@ -41,7 +41,7 @@ CaptureWriter::~CaptureWriter() {
 
 void CaptureWriter::record(uint32_t type, uint32_t cmd, uint32_t seqno, int32_t result,
                            std::span<const uint8_t> payload) {
-  capture::RecordHeader r{type, static_cast<uint32_t>(payload.size()), cmd, seqno, result, 0,
+  capture::RecordHeader r{type,    static_cast<uint32_t>(payload.size()), cmd, seqno, result, 0,
                           now_ns()};
   std::fwrite(&r, sizeof(r), 1, f_);
   if (!payload.empty()) std::fwrite(payload.data(), 1, payload.size(), f_);

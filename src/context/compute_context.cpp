@@ -96,8 +96,7 @@ std::unique_ptr<ComputeContext> ComputeContext::create(Options opts, int *err) {
   c->va_ = VaSpace(cap.va_start, cap.va_end, cap.va_alignment);
   const auto &l = opts.config->limits;
   c->usage_ = std::make_shared<Usage>(l.max_objects, std::min(l.max_vram_bytes, cap.vram_size),
-                                      std::min(l.max_gtt_bytes, cap.gtt_size),
-                                      l.max_userptr_bytes);
+                                      std::min(l.max_gtt_bytes, cap.gtt_size), l.max_userptr_bytes);
   c->retirer_ = FenceRetirer::create(c->dev_, opts.async_fences, std::move(opts.on_fence), err);
   if (!c->retirer_) return nullptr;
   c->retirer_->set_watch_callback([p = c.get()](uint32_t queue) { p->on_queue_drained(queue); });
@@ -117,11 +116,13 @@ ComputeContext::~ComputeContext() {
   // retire thread, so no callback runs once the VMM believes we are gone. Then queues (their
   // kernel contexts), mappings and objects; the device fd closes last, when the final object
   // holding it dies.
-  for (uint32_t xcp = 0; xcp < spm_.size(); ++xcp) release_spm(xcp);
+  for (uint32_t xcp = 0; xcp < spm_.size(); ++xcp)
+    release_spm(xcp);
   retirer_.reset();
   events_.reset();
   queues_.clear();
-  for (auto &m : va_.take_all()) unmap(m);
+  for (auto &m : va_.take_all())
+    unmap(m);
   resources_.clear();
   parked_blobs_.clear();
   bos_.clear();
@@ -170,8 +171,8 @@ int ComputeContext::create_fence(uint32_t ring_idx, uint64_t fence_id) {
 int ComputeContext::create_blob(const BlobArgs &args, BlobExport *out) {
   if (args.res_id == 0 || resources_.count(args.res_id)) return -EINVAL;
   const bool userptr = args.blob_flags & (RVGL_BLOB_FLAG_USERPTR | RVGL_BLOB_FLAG_USERPTR_RDONLY);
-  if (userptr && (args.blob_mem == RVGL_BLOB_MEM_GUEST ||
-                  args.blob_mem == RVGL_BLOB_MEM_HOST3D_GUEST))
+  if (userptr &&
+      (args.blob_mem == RVGL_BLOB_MEM_GUEST || args.blob_mem == RVGL_BLOB_MEM_HOST3D_GUEST))
     return create_userptr(args, out);
   if (args.blob_mem != RVGL_BLOB_MEM_HOST3D || userptr) return -EINVAL;
   return args.blob_id == RVGL_BLOB_ID_SHMEM ? create_shared_page(args, out) : claim_bo(args, out);
@@ -209,8 +210,8 @@ int ComputeContext::claim_bo(const BlobArgs &args, BlobExport *out) {
   if (it == parked_blobs_.end()) return -ENOENT;
   const std::shared_ptr<MemoryObject> obj = it->second;
   if (args.size != obj->size()) return -EINVAL;
-  const bool cpu_mappable = obj->domain() != RVGL_DOMAIN_VRAM ||
-                            (obj->bo_flags() & RVGL_BO_FLAG_CPU_ACCESS);
+  const bool cpu_mappable =
+      obj->domain() != RVGL_DOMAIN_VRAM || (obj->bo_flags() & RVGL_BO_FLAG_CPU_ACCESS);
   if ((args.blob_flags & RVGL_BLOB_FLAG_USE_MAPPABLE) && !cpu_mappable) return -EINVAL;
   if (int err = export_object(*obj, out)) return err;
   parked_blobs_.erase(it);
@@ -252,8 +253,12 @@ int ComputeContext::export_object(const MemoryObject &obj, BlobExport *out) {
   out->fd_type = kFdTypeDmabuf;
   out->size = obj.size();
   switch (obj.domain()) {
-    case RVGL_DOMAIN_VRAM: out->map_info = kMapWc; break;
-    case RVGL_DOMAIN_DOORBELL: out->map_info = kMapUncached; break;
+    case RVGL_DOMAIN_VRAM:
+      out->map_info = kMapWc;
+      break;
+    case RVGL_DOMAIN_DOORBELL:
+      out->map_info = kMapUncached;
+      break;
     default:
       out->map_info = (obj.bo_flags() & RVGL_BO_FLAG_WRITE_COMBINE) ? kMapWc : kMapCached;
   }
@@ -298,8 +303,10 @@ int ComputeContext::export_resource(uint32_t res_id, BlobExport *out) {
       out->size = RVGL_SHMEM_SIZE;
       return 0;
     case Resource::Kind::kBo:
-    case Resource::Kind::kForeign: return export_object(*r.object, out);
-    case Resource::Kind::kUserptr: return -EOPNOTSUPP;  // the VMM owns those pages already
+    case Resource::Kind::kForeign:
+      return export_object(*r.object, out);
+    case Resource::Kind::kUserptr:
+      return -EOPNOTSUPP;  // the VMM owns those pages already
   }
   return -EINVAL;
 }
@@ -327,7 +334,8 @@ void ComputeContext::unmap(const VaMapping &m) {
 }
 
 void ComputeContext::unmap_object(const MemoryObject *obj) {
-  for (auto &m : va_.take_object(obj)) unmap(m);
+  for (auto &m : va_.take_object(obj))
+    unmap(m);
 }
 
 // ---- health and events ----

@@ -74,8 +74,8 @@ class ComputeContext {
   struct Options {
     uint32_t ctx_id = 0;
     const Config *config = nullptr;
-    UniqueFd drm_fd;           // the VMM's choice (get_drm_fd); else config / first node
-    bool async_fences = false; // VMM set VIRGL_RENDERER_ASYNC_FENCE_CB
+    UniqueFd drm_fd;            // the VMM's choice (get_drm_fd); else config / first node
+    bool async_fences = false;  // VMM set VIRGL_RENDERER_ASYNC_FENCE_CB
     FenceRetirer::Callback on_fence;
   };
 
@@ -189,7 +189,7 @@ class ComputeContext {
   rvgl_drm_amdgpu_info_gpuvm_fault last_fault_{};
   std::atomic<bool> vram_lost_reported_{false};
   std::array<std::unique_ptr<SpmSession>, 1> spm_;  // per XCP of the context's node
-  std::unique_ptr<CaptureWriter> capture_;  // RVGL_CAPTURE_DIR
+  std::unique_ptr<CaptureWriter> capture_;          // RVGL_CAPTURE_DIR
   UserptrStrategy last_userptr_strategy_ = UserptrStrategy::kStitched;
   uint32_t last_userptr_objects_ = 0;
 };

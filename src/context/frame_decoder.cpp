@@ -8,16 +8,26 @@ namespace rvgl {
 
 const char *frame_error_name(FrameError e) {
   switch (e) {
-    case FrameError::kNone: return "none";
-    case FrameError::kTruncatedHeader: return "truncated header";
-    case FrameError::kLengthTooShort: return "length shorter than header";
-    case FrameError::kLengthPastEnd: return "length past end of buffer";
-    case FrameError::kLengthUnaligned: return "length not a multiple of 8";
-    case FrameError::kSeqnoOrder: return "seqno not after the previous one";
-    case FrameError::kRspUnaligned: return "rsp_off not a multiple of 8";
-    case FrameError::kRspOutOfRange: return "response outside the response area";
-    case FrameError::kNoSharedPage: return "response slot without a shared page";
-    case FrameError::kTooLarge: return "command buffer over the submit limit";
+    case FrameError::kNone:
+      return "none";
+    case FrameError::kTruncatedHeader:
+      return "truncated header";
+    case FrameError::kLengthTooShort:
+      return "length shorter than header";
+    case FrameError::kLengthPastEnd:
+      return "length past end of buffer";
+    case FrameError::kLengthUnaligned:
+      return "length not a multiple of 8";
+    case FrameError::kSeqnoOrder:
+      return "seqno not after the previous one";
+    case FrameError::kRspUnaligned:
+      return "rsp_off not a multiple of 8";
+    case FrameError::kRspOutOfRange:
+      return "response outside the response area";
+    case FrameError::kNoSharedPage:
+      return "response slot without a shared page";
+    case FrameError::kTooLarge:
+      return "command buffer over the submit limit";
   }
   return "?";
 }
@@ -28,7 +38,9 @@ FrameDecoder::FrameDecoder(const CommandTable &table, void *target, size_t max_s
 namespace {
 
 // Serial-number order (RFC 1982 style) so seqnos may wrap.
-bool seqno_after(uint32_t seqno, uint32_t last) { return static_cast<int32_t>(seqno - last) > 0; }
+bool seqno_after(uint32_t seqno, uint32_t last) {
+  return static_cast<int32_t>(seqno - last) > 0;
+}
 
 }  // namespace
 

@@ -20,22 +20,22 @@ namespace rvgl {
 
 enum class FrameError {
   kNone = 0,
-  kTruncatedHeader,   // fewer than 16 bytes left for a header
-  kLengthTooShort,    // len < header size (includes len 0)
-  kLengthPastEnd,     // len > bytes left in the buffer
-  kLengthUnaligned,   // len not a multiple of 8
-  kSeqnoOrder,        // seqno not after the previous request's
-  kRspUnaligned,      // rsp_off not a multiple of 8
-  kRspOutOfRange,     // response would run past the response area
-  kNoSharedPage,      // a request needs a response slot but the context has no shared page
-  kTooLarge,          // the whole buffer exceeds the context's submit limit
+  kTruncatedHeader,  // fewer than 16 bytes left for a header
+  kLengthTooShort,   // len < header size (includes len 0)
+  kLengthPastEnd,    // len > bytes left in the buffer
+  kLengthUnaligned,  // len not a multiple of 8
+  kSeqnoOrder,       // seqno not after the previous request's
+  kRspUnaligned,     // rsp_off not a multiple of 8
+  kRspOutOfRange,    // response would run past the response area
+  kNoSharedPage,     // a request needs a response slot but the context has no shared page
+  kTooLarge,         // the whole buffer exceeds the context's submit limit
 };
 
 const char *frame_error_name(FrameError e);
 
 struct SubmitOutcome {
-  int error = 0;          // 0, or -EINVAL for a bad frame / oversize buffer
-  uint32_t processed = 0; // requests dispatched
+  int error = 0;           // 0, or -EINVAL for a bad frame / oversize buffer
+  uint32_t processed = 0;  // requests dispatched
   FrameError frame_error = FrameError::kNone;
   size_t error_offset = 0;  // byte offset of the bad frame
 };

@@ -5,7 +5,9 @@
 
 namespace rvgl {
 
-int32_t ComputeContext::cmd_nop(const Request &, Response &) { return 0; }
+int32_t ComputeContext::cmd_nop(const Request &, Response &) {
+  return 0;
+}
 
 int32_t ComputeContext::cmd_query_info(const Request &req, Response &rsp) {
   const auto &q = req.as<rvgl_req_query_info>();
@@ -46,7 +48,8 @@ int32_t ComputeContext::cmd_query_info(const Request &req, Response &rsp) {
       r.size = sizeof(r.data.timestamp);
       return 0;
     }
-    default: return -EINVAL;
+    default:
+      return -EINVAL;
   }
 }
 

@@ -13,17 +13,23 @@ constexpr uint64_t kMaxAlignment = 2ull << 20;
 
 Usage::Pool pool_of(uint32_t domain) {
   switch (domain) {
-    case RVGL_DOMAIN_VRAM: return Usage::Pool::kVram;
-    case RVGL_DOMAIN_GTT: return Usage::Pool::kGtt;
-    default: return Usage::Pool::kOther;
+    case RVGL_DOMAIN_VRAM:
+      return Usage::Pool::kVram;
+    case RVGL_DOMAIN_GTT:
+      return Usage::Pool::kGtt;
+    default:
+      return Usage::Pool::kOther;
   }
 }
 
 uint64_t kernel_domain(uint32_t domain) {
   switch (domain) {
-    case RVGL_DOMAIN_VRAM: return AMDGPU_GEM_DOMAIN_VRAM;
-    case RVGL_DOMAIN_GTT: return AMDGPU_GEM_DOMAIN_GTT;
-    default: return RVGL_AMDGPU_GEM_DOMAIN_DOORBELL;
+    case RVGL_DOMAIN_VRAM:
+      return AMDGPU_GEM_DOMAIN_VRAM;
+    case RVGL_DOMAIN_GTT:
+      return AMDGPU_GEM_DOMAIN_GTT;
+    default:
+      return RVGL_AMDGPU_GEM_DOMAIN_DOORBELL;
   }
 }
 
@@ -68,9 +74,9 @@ int32_t ComputeContext::cmd_bo_create(const Request &req, Response &rsp) {
   if (int err = dev_->gem_create(q.size, align, kernel_domain(q.domain),
                                  kernel_create_flags(q.domain, q.flags), &handle))
     return err;
-  auto obj = std::make_shared<MemoryObject>(dev_, MemoryObject::Kind::kBo, q.domain,
-                                            std::vector<MemoryObject::Segment>{{handle, q.size}},
-                                            false);
+  auto obj =
+      std::make_shared<MemoryObject>(dev_, MemoryObject::Kind::kBo, q.domain,
+                                     std::vector<MemoryObject::Segment>{{handle, q.size}}, false);
   obj->set_charge(std::move(charge));
   obj->set_bo_flags(q.flags);
   const uint32_t bo = bos_.insert(obj);
@@ -110,15 +116,14 @@ int32_t ComputeContext::cmd_va_map(const Request &req, Response &) {
   const uint32_t kflags = kernel_va_flags(q.flags);
   int err = 0;
   uint64_t mapped = 0;
-  obj->for_each_piece(q.offset, q.size,
-                      [&](uint32_t handle, uint64_t off, uint64_t gpu_off, uint64_t len) {
-                        if (err) return;
-                        err = dev_->gem_va(AMDGPU_VA_OP_MAP, handle, q.va + gpu_off, off, len,
-                                           kflags);
-                        if (err) return;
-                        resident_.add(handle);
-                        mapped = gpu_off + len;
-                      });
+  obj->for_each_piece(
+      q.offset, q.size, [&](uint32_t handle, uint64_t off, uint64_t gpu_off, uint64_t len) {
+        if (err) return;
+        err = dev_->gem_va(AMDGPU_VA_OP_MAP, handle, q.va + gpu_off, off, len, kflags);
+        if (err) return;
+        resident_.add(handle);
+        mapped = gpu_off + len;
+      });
   VaMapping m{q.va, q.size, q.offset, q.flags, std::move(obj)};
   if (err) {
     // Undo the pieces that made it.

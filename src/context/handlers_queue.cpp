@@ -10,7 +10,9 @@ namespace rvgl {
 
 namespace {
 
-bool valid_ring(uint32_t r) { return r >= RVGL_RING_FIRST_QUEUE && r <= RVGL_RING_LAST_QUEUE; }
+bool valid_ring(uint32_t r) {
+  return r >= RVGL_RING_FIRST_QUEUE && r <= RVGL_RING_LAST_QUEUE;
+}
 
 }  // namespace
 

@@ -15,7 +15,9 @@ namespace {
 // A guest cannot make the SPM worker (or context destroy) wait longer than this.
 constexpr uint32_t kMaxSpmTimeoutMs = 10000;
 
-bool valid_ring(uint32_t r) { return r >= RVGL_RING_FIRST_QUEUE && r <= RVGL_RING_LAST_QUEUE; }
+bool valid_ring(uint32_t r) {
+  return r >= RVGL_RING_FIRST_QUEUE && r <= RVGL_RING_LAST_QUEUE;
+}
 
 }  // namespace
 
@@ -46,11 +48,12 @@ int32_t ComputeContext::cmd_spm_acquire(const Request &req, Response &) {
   auto done = [this, xcp](uint32_t rsp_off, const rvgl_rsp_spm_set_dest &rsp) {
     if (rsp.has_data_loss) post_event(RVGL_EVENT_SPM_DATA_LOSS, xcp, rsp.has_data_loss, 0);
     if (rsp_off != RVGL_RSP_NONE && shmem_)
-      shmem_->view().write_response(rsp_off, {reinterpret_cast<const uint8_t *>(&rsp), sizeof(rsp)});
+      shmem_->view().write_response(rsp_off,
+                                    {reinterpret_cast<const uint8_t *>(&rsp), sizeof(rsp)});
   };
   FenceRetirer *retirer = retirer_.get();
-  int err = SpmSession::create(dev_, q.xcp, q.ring_idx, done, [retirer] { retirer->kick(); },
-                               &spm_[q.xcp]);
+  int err = SpmSession::create(
+      dev_, q.xcp, q.ring_idx, done, [retirer] { retirer->kick(); }, &spm_[q.xcp]);
   if (err) {
     SpmArbiter::instance().release(key, q.xcp, ctx_id_);
     return err;
@@ -69,9 +72,8 @@ void ComputeContext::release_spm(uint32_t xcp) {
   // gets -EBUSY meanwhile, for at most the remaining SET_DEST timeout.
   const uint64_t key = device_key();
   const uint32_t ctx = ctx_id_;
-  SpmReaper::instance().retire(std::move(s), [key, xcp, ctx] {
-    SpmArbiter::instance().release(key, xcp, ctx);
-  });
+  SpmReaper::instance().retire(std::move(s),
+                               [key, xcp, ctx] { SpmArbiter::instance().release(key, xcp, ctx); });
 }
 
 int32_t ComputeContext::cmd_spm_release(const Request &req, Response &) {

@@ -37,12 +37,16 @@ void ShmemView::publish_seqno(uint32_t seqno) {
   __atomic_store_n(&header()->seqno, seqno, __ATOMIC_RELEASE);
 }
 
-void ShmemView::bump_async_error() { __atomic_fetch_add(&header()->async_error, 1, __ATOMIC_RELAXED); }
+void ShmemView::bump_async_error() {
+  __atomic_fetch_add(&header()->async_error, 1, __ATOMIC_RELAXED);
+}
 
 uint32_t ShmemView::async_error() const {
   return __atomic_load_n(&header()->async_error, __ATOMIC_RELAXED);
 }
 
-uint32_t ShmemView::seqno() const { return __atomic_load_n(&header()->seqno, __ATOMIC_ACQUIRE); }
+uint32_t ShmemView::seqno() const {
+  return __atomic_load_n(&header()->seqno, __ATOMIC_ACQUIRE);
+}
 
 }  // namespace rvgl

@@ -25,8 +25,8 @@ std::optional<HostFileRanges> HostFileRanges::snapshot() {
     if (std::sscanf(line, "%" SCNx64 "-%" SCNx64 " %7s %" SCNx64 " %x:%x %" SCNu64, &start, &end,
                     perms, &offset, &maj, &min, &ino) != 7)
       continue;
-    r.vmas_[start] = Vma{start, end, offset, makedev(maj, min), static_cast<ino_t>(ino),
-                         perms[3] == 's'};
+    r.vmas_[start] =
+        Vma{start, end, offset, makedev(maj, min), static_cast<ino_t>(ino), perms[3] == 's'};
   }
   std::fclose(f);
   return r;

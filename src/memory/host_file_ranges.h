@@ -15,7 +15,7 @@
 namespace rvgl {
 
 struct FilePiece {
-  uint64_t addr;    // host VA
+  uint64_t addr;  // host VA
   uint64_t size;
   dev_t dev;
   ino_t ino;

@@ -12,13 +12,15 @@ MemoryObject::MemoryObject(std::shared_ptr<AmdgpuDevice> dev, Kind kind, uint32_
       domain_(domain),
       segments_(std::move(segments)),
       read_only_(gpu_read_only) {
-  for (const auto &s : segments_) size_ += s.size;
+  for (const auto &s : segments_)
+    size_ += s.size;
 }
 
 MemoryObject::~MemoryObject() {
   // Handles first: a userptr handle must not outlive the host mapping it points into.
   cpu_map_.reset();
-  for (const auto &s : segments_) dev_->gem_close(s.handle);
+  for (const auto &s : segments_)
+    dev_->gem_close(s.handle);
   kept_mappings_.clear();
   kept_fds_.clear();
 }

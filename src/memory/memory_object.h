@@ -21,9 +21,9 @@ class MemoryObject {
   enum class Kind { kBo, kUserptr, kImported };
 
   struct Segment {
-    uint32_t handle;         // GEM handle on the context's device
-    uint64_t size;           // bytes of the object's linear space it covers, in order
-    void *host = nullptr;    // userptr: the host address the handle was registered on
+    uint32_t handle;       // GEM handle on the context's device
+    uint64_t size;         // bytes of the object's linear space it covers, in order
+    void *host = nullptr;  // userptr: the host address the handle was registered on
   };
 
   // Takes ownership of the GEM handles (closed on destruction) and of `keep` (mappings or fds

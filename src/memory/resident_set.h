@@ -28,7 +28,8 @@ class ResidentSet {
   std::span<const drm_amdgpu_bo_list_entry> entries() {
     if (dirty_) {
       list_.clear();
-      for (const auto &[h, n] : refs_) list_.push_back({h, 0});
+      for (const auto &[h, n] : refs_)
+        list_.push_back({h, 0});
       dirty_ = false;
     }
     return list_;

@@ -28,6 +28,8 @@ std::unique_ptr<SharedPage> SharedPage::create(int *err) {
   return p;
 }
 
-UniqueFd SharedPage::dup_fd() const { return UniqueFd(fcntl(fd_.get(), F_DUPFD_CLOEXEC, 0)); }
+UniqueFd SharedPage::dup_fd() const {
+  return UniqueFd(fcntl(fd_.get(), F_DUPFD_CLOEXEC, 0));
+}
 
 }  // namespace rvgl

@@ -30,7 +30,8 @@ class HandleGuard {
  public:
   explicit HandleGuard(AmdgpuDevice &dev) : dev_(dev) {}
   ~HandleGuard() {
-    for (const auto &s : segs_) dev_.gem_close(s.handle);
+    for (const auto &s : segs_)
+      dev_.gem_close(s.handle);
   }
   void add(uint32_t handle, uint64_t size, void *host = nullptr) {
     segs_.push_back({handle, size, host});
@@ -55,8 +56,7 @@ int coalesce(std::span<const iovec> iov, std::vector<Range> *out, uint64_t *tota
   uint64_t sum = 0;
   for (const auto &v : iov) {
     const auto addr = reinterpret_cast<uint64_t>(v.iov_base);
-    if (v.iov_len == 0 || !is_aligned(addr, kPage) || !is_aligned(v.iov_len, kPage))
-      return -EINVAL;
+    if (v.iov_len == 0 || !is_aligned(addr, kPage) || !is_aligned(v.iov_len, kPage)) return -EINVAL;
     auto s = checked_add(sum, v.iov_len);
     auto e = checked_add(addr, v.iov_len);
     if (!s || !e) return -EINVAL;
@@ -84,7 +84,8 @@ int import_stitched(const std::shared_ptr<AmdgpuDevice> &dev, const std::vector<
 }
 
 // One fd per distinct file behind the pieces; false if one cannot be found.
-bool collect_fds(const std::vector<FilePiece> &pieces, std::map<std::pair<dev_t, ino_t>, UniqueFd> *fds) {
+bool collect_fds(const std::vector<FilePiece> &pieces,
+                 std::map<std::pair<dev_t, ino_t>, UniqueFd> *fds) {
   for (const auto &p : pieces) {
     auto key = std::make_pair(p.dev, p.ino);
     if (fds->count(key)) continue;
@@ -114,9 +115,9 @@ int import_alias(const std::shared_ptr<AmdgpuDevice> &dev, const std::vector<Fil
   uint32_t h;
   int err = dev->gem_userptr(base, total, userptr_flags(ro), &h);
   if (err) return err;
-  auto obj = std::make_shared<MemoryObject>(
-      dev, MemoryObject::Kind::kUserptr, 0, std::vector<MemoryObject::Segment>{{h, total, base}},
-      ro);
+  auto obj =
+      std::make_shared<MemoryObject>(dev, MemoryObject::Kind::kUserptr, 0,
+                                     std::vector<MemoryObject::Segment>{{h, total, base}}, ro);
   obj->keep_alive(std::move(alias));
   *out = std::move(obj);
   return 0;
@@ -166,12 +167,15 @@ int import_udmabuf(const std::shared_ptr<AmdgpuDevice> &dev, const std::vector<F
     int err = dev->prime_import(buf.get(), &h);
     if (err) return err;
     uint64_t bytes = 0;
-    for (const auto &it : g) bytes += it.size;
+    for (const auto &it : g)
+      bytes += it.size;
     guard.add(h, bytes);
     bufs.push_back(std::move(buf));
   }
-  auto obj = std::make_shared<MemoryObject>(dev, MemoryObject::Kind::kUserptr, 0, guard.release(), ro);
-  for (auto &b : bufs) obj->keep_alive(std::move(b));
+  auto obj =
+      std::make_shared<MemoryObject>(dev, MemoryObject::Kind::kUserptr, 0, guard.release(), ro);
+  for (auto &b : bufs)
+    obj->keep_alive(std::move(b));
   *out = std::move(obj);
   return 0;
 }
@@ -180,9 +184,12 @@ int import_udmabuf(const std::shared_ptr<AmdgpuDevice> &dev, const std::vector<F
 
 const char *userptr_strategy_name(UserptrStrategy s) {
   switch (s) {
-    case UserptrStrategy::kStitched: return "stitched";
-    case UserptrStrategy::kAlias: return "alias";
-    case UserptrStrategy::kUdmabuf: return "udmabuf";
+    case UserptrStrategy::kStitched:
+      return "stitched";
+    case UserptrStrategy::kAlias:
+      return "alias";
+    case UserptrStrategy::kUdmabuf:
+      return "udmabuf";
   }
   return "?";
 }

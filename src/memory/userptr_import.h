@@ -25,9 +25,9 @@ enum class UserptrStrategy { kStitched, kAlias, kUdmabuf };
 const char *userptr_strategy_name(UserptrStrategy s);
 
 struct UserptrOptions {
-  uint32_t stitch_max_ranges = 8;        // up to this many ranges: one object per range
-  uint32_t max_objects = 4096;           // never create more host objects than this
-  uint32_t udmabuf_max_items = 1024;     // the kernel's default udmabuf list_limit
+  uint32_t stitch_max_ranges = 8;            // up to this many ranges: one object per range
+  uint32_t max_objects = 4096;               // never create more host objects than this
+  uint32_t udmabuf_max_items = 1024;         // the kernel's default udmabuf list_limit
   uint64_t udmabuf_max_bytes = 64ull << 20;  // the kernel's default size_limit_mb
   bool allow_alias = true;
   bool allow_udmabuf = true;

@@ -24,7 +24,9 @@ int VaSpace::check_free(uint64_t va, uint64_t size) const {
   return 0;
 }
 
-void VaSpace::insert(VaMapping m) { maps_.emplace(m.va, std::move(m)); }
+void VaSpace::insert(VaMapping m) {
+  maps_.emplace(m.va, std::move(m));
+}
 
 std::optional<VaMapping> VaSpace::take(uint64_t va, uint64_t size) {
   auto it = maps_.find(va);
@@ -49,7 +51,8 @@ std::vector<VaMapping> VaSpace::take_object(const MemoryObject *obj) {
 
 std::vector<VaMapping> VaSpace::take_all() {
   std::vector<VaMapping> out;
-  for (auto &[va, m] : maps_) out.push_back(std::move(m));
+  for (auto &[va, m] : maps_)
+    out.push_back(std::move(m));
   maps_.clear();
   return out;
 }

@@ -16,9 +16,12 @@ bool is_job_error(int r) {
 
 int32_t kernel_priority(uint32_t p) {
   switch (p) {
-    case RVGL_PRIORITY_LOW: return AMDGPU_CTX_PRIORITY_LOW;
-    case RVGL_PRIORITY_HIGH: return AMDGPU_CTX_PRIORITY_HIGH;
-    default: return AMDGPU_CTX_PRIORITY_NORMAL;
+    case RVGL_PRIORITY_LOW:
+      return AMDGPU_CTX_PRIORITY_LOW;
+    case RVGL_PRIORITY_HIGH:
+      return AMDGPU_CTX_PRIORITY_HIGH;
+    default:
+      return AMDGPU_CTX_PRIORITY_NORMAL;
   }
 }
 
@@ -78,7 +81,8 @@ int KernelQueue::submit(std::span<const rvgl_ib> ibs, std::span<const TimelinePo
 
   std::vector<drm_amdgpu_cs_chunk> chunks;
   chunks.reserve(ibs.size() + 3);
-  for (const auto &ib : ib_data) chunks.push_back(chunk(AMDGPU_CHUNK_ID_IB, &ib, 1));
+  for (const auto &ib : ib_data)
+    chunks.push_back(chunk(AMDGPU_CHUNK_ID_IB, &ib, 1));
   if (!bos.empty()) chunks.push_back(chunk(AMDGPU_CHUNK_ID_BO_HANDLES, &bo_list, 1));
   if (!wait_data.empty())
     chunks.push_back(

@@ -66,9 +66,9 @@ class KernelQueue {
   uint32_t ctx_id_ = 0;
   bool has_ctx_ = false;
   std::shared_ptr<SyncTimeline> timeline_;
-  std::atomic<uint64_t> last_seq_{0};       // written by the VMM thread only
-  std::atomic<uint64_t> last_handle_{0};    // kernel fence of the last submission
-  mutable std::mutex mu_;                   // health, shared with the retire thread
+  std::atomic<uint64_t> last_seq_{0};     // written by the VMM thread only
+  std::atomic<uint64_t> last_handle_{0};  // kernel fence of the last submission
+  mutable std::mutex mu_;                 // health, shared with the retire thread
   bool lost_ = false;
   int first_error_ = 0;
   uint32_t flags_ = 0;

@@ -6,9 +6,12 @@ namespace {
 
 uint32_t userq_priority(uint32_t p) {
   switch (p) {
-    case RVGL_PRIORITY_LOW: return RVGL_AMDGPU_USERQ_CREATE_FLAGS_QUEUE_PRIORITY_LOW;
-    case RVGL_PRIORITY_HIGH: return RVGL_AMDGPU_USERQ_CREATE_FLAGS_QUEUE_PRIORITY_HIGH;
-    default: return RVGL_AMDGPU_USERQ_CREATE_FLAGS_QUEUE_PRIORITY_NORMAL_LOW;
+    case RVGL_PRIORITY_LOW:
+      return RVGL_AMDGPU_USERQ_CREATE_FLAGS_QUEUE_PRIORITY_LOW;
+    case RVGL_PRIORITY_HIGH:
+      return RVGL_AMDGPU_USERQ_CREATE_FLAGS_QUEUE_PRIORITY_HIGH;
+    default:
+      return RVGL_AMDGPU_USERQ_CREATE_FLAGS_QUEUE_PRIORITY_NORMAL_LOW;
   }
 }
 
@@ -39,6 +42,8 @@ int UserQueue::create(std::shared_ptr<AmdgpuDevice> dev, const rvgl_req_queue_cr
   return 0;
 }
 
-UserQueue::~UserQueue() { dev_->userq_free(queue_id_); }
+UserQueue::~UserQueue() {
+  dev_->userq_free(queue_id_);
+}
 
 }  // namespace rvgl

@@ -7,7 +7,9 @@ SpmReaper &SpmReaper::instance() {
   return r;
 }
 
-SpmReaper::~SpmReaper() { drain(); }
+SpmReaper::~SpmReaper() {
+  drain();
+}
 
 void SpmReaper::reap_finished_locked() {
   for (auto it = jobs_.begin(); it != jobs_.end();) {
@@ -41,7 +43,8 @@ void SpmReaper::drain() {
     std::lock_guard lk(mu_);
     all.swap(jobs_);
   }
-  for (auto &j : all) j.thread.join();
+  for (auto &j : all)
+    j.thread.join();
 }
 
 }  // namespace rvgl

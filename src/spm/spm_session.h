@@ -65,7 +65,10 @@ class SpmSession {
   };
   SpmSession(std::shared_ptr<AmdgpuDevice> dev, uint32_t xcp, uint32_t ring, Completion done,
              Signal sig)
-      : dev_(std::move(dev)), xcp_(xcp), ring_idx_(ring), done_(std::move(done)),
+      : dev_(std::move(dev)),
+        xcp_(xcp),
+        ring_idx_(ring),
+        done_(std::move(done)),
         signalled_(std::move(sig)) {}
   void run();
   int kernel_op(uint32_t op, rvgl_drm_amdgpu_spm_args *spm);

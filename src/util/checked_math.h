@@ -18,10 +18,14 @@ inline std::optional<uint64_t> checked_mul(uint64_t a, uint64_t b) {
   return r;
 }
 
-constexpr bool is_pow2(uint64_t v) { return v && !(v & (v - 1)); }
+constexpr bool is_pow2(uint64_t v) {
+  return v && !(v & (v - 1));
+}
 
 // a is a multiple of align (align a power of two).
-constexpr bool is_aligned(uint64_t a, uint64_t align) { return (a & (align - 1)) == 0; }
+constexpr bool is_aligned(uint64_t a, uint64_t align) {
+  return (a & (align - 1)) == 0;
+}
 
 // [offset, offset + size) lies within [0, limit), with size > 0 and no wrap.
 inline bool range_within(uint64_t offset, uint64_t size, uint64_t limit) {

@@ -16,7 +16,8 @@ using namespace rvgl::test;
 
 TEST_CASE("capture mode records submits, responses and results", "[context][capture]") {
   const char *t = std::getenv("TMPDIR");
-  std::string dir = std::string(t && *t ? t : "/tmp") + "/rvgl-capture-test-" + std::to_string(getpid());
+  std::string dir =
+      std::string(t && *t ? t : "/tmp") + "/rvgl-capture-test-" + std::to_string(getpid());
   REQUIRE(mkdir(dir.c_str(), 0700) == 0);
   Config c = test_config();
   c.capture_dir = dir;

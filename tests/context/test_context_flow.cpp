@@ -28,7 +28,7 @@ TEST_CASE("guest flow: VRAM blob, VA_MAP, SDMA copy and PM4 write, fences in ord
   auto src = h.mapped_bo(kMiB, RVGL_DOMAIN_VRAM, RVGL_BO_FLAG_CPU_ACCESS);
   auto dst = h.mapped_bo(kMiB, RVGL_DOMAIN_VRAM, RVGL_BO_FLAG_CPU_ACCESS);
   auto ib = h.mapped_bo(64 * 1024);
-  auto* s = src.ptr<uint32_t>();
+  auto *s = src.ptr<uint32_t>();
   std::iota(s, s + kMiB / 4, 0x1000u);
 
   const uint64_t src_va = va0, dst_va = va0 + kMiB, ib_va = va0 + 2 * kMiB;
@@ -65,7 +65,7 @@ TEST_CASE("guest flow: VRAM blob, VA_MAP, SDMA copy and PM4 write, fences in ord
   REQUIRE(h.wait_fence(2, 201));
   REQUIRE(h.wait_fence(0, 1));
 
-  const auto* d = dst.ptr<uint32_t>();
+  const auto *d = dst.ptr<uint32_t>();
   CHECK(std::memcmp(d, s, kMiB - 8) == 0);
   CHECK(d[kMiB / 4 - 2] == 0xc0ffee01u);
   CHECK(d[kMiB / 4 - 1] == 0xc0ffee02u);
@@ -101,10 +101,11 @@ TEST_CASE("fences on one ring retire in order and never before the GPU job", "[c
   REQUIRE(h.wait_fence(5, ids.back()));
   // Every fence retired, in creation order, and each job's write is visible when its fence is.
   std::vector<uint64_t> seen;
-  for (const auto& f : h.fences().snapshot())
+  for (const auto &f : h.fences().snapshot())
     if (f.ring == 5) seen.push_back(f.id);
   CHECK(seen == ids);
-  for (uint32_t i = 0; i < 8; ++i) CHECK(buf.ptr<uint32_t>()[i] == i + 1);
+  for (uint32_t i = 0; i < 8; ++i)
+    CHECK(buf.ptr<uint32_t>()[i] == i + 1);
 }
 
 TEST_CASE("a fence on a ring with no work, or on ring 0, retires at once", "[context]") {

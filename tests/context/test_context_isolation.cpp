@@ -10,7 +10,8 @@ using namespace rvgl;
 using namespace rvgl::test;
 namespace pk = rvgl::packets;
 
-TEST_CASE("contexts cannot name each other's objects, resources or queues", "[context][isolation]") {
+TEST_CASE("contexts cannot name each other's objects, resources or queues",
+          "[context][isolation]") {
   ContextHarness a(test_config(), false, 1), b(test_config(), false, 2);
   a.create_shmem();
   b.create_shmem();

@@ -56,7 +56,8 @@ TEST_CASE("a fence retires only after its job's latency has passed", "[context][
   CHECK(buf.ptr<uint32_t>()[0] == 0x600d);  // the job's write is visible when the fence is
 }
 
-TEST_CASE("destroying a context with work in flight is quick and leaks nothing", "[context][lifecycle]") {
+TEST_CASE("destroying a context with work in flight is quick and leaks nothing",
+          "[context][lifecycle]") {
   const auto before = emu_counters();
   Knob latency("RVGL_EMU_JOB_LATENCY_US", "20000");
   Clock::time_point destroy_start;
@@ -90,9 +91,8 @@ TEST_CASE("destroying a context with work in flight is quick and leaks nothing",
     destroy_start = Clock::now();
     // buf / ib mappings close before the harness (declared after it): fine either way.
   }
-  const auto destroy_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                              Clock::now() - destroy_start)
-                              .count();
+  const auto destroy_ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - destroy_start).count();
   CHECK(destroy_ms < 5000);
   // Jobs the kernel still runs finish on their own; then everything is gone.
   const auto deadline = Clock::now() + std::chrono::seconds(10);

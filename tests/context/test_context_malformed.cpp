@@ -82,32 +82,34 @@ TEST_CASE("malformed VA_MAP / VA_UNMAP", "[context][malformed]") {
   int32_t r;
   const uint32_t b = h.bo_create(64 * 1024, RVGL_DOMAIN_GTT, 0, 0, &r);
   REQUIRE(r == 0);
-  auto vm = [&](rvgl_req_va_map m) { return h.call<rvgl_rsp_va_map>(RVGL_CMD_VA_MAP, m).hdr.result; };
+  auto vm = [&](rvgl_req_va_map m) {
+    return h.call<rvgl_rsp_va_map>(RVGL_CMD_VA_MAP, m).hdr.result;
+  };
 
-  CHECK(vm(map(b, 5, 0, va, 4096)) == -EINVAL);                 // both names
-  CHECK(vm(map(0, 0, 0, va, 4096)) == -EINVAL);                 // neither
-  CHECK(vm(map(b, 0, 0, va, 4096, 0)) == -EINVAL);              // no READ
-  CHECK(vm(map(b, 0, 0, va, 4096, 0x100 | 1)) == -EINVAL);      // unknown flag
-  CHECK(vm(map(b, 0, 0, va, 0)) == -EINVAL);                    // size 0
-  CHECK(vm(map(b, 0, 0, va + 8, 4096)) == -EINVAL);             // misaligned va
-  CHECK(vm(map(b, 0, 8, va, 4096)) == -EINVAL);                 // misaligned offset
-  CHECK(vm(map(b, 0, 0, va, 4095)) == -EINVAL);                 // misaligned size
-  CHECK(vm(map(b, 0, kMax & ~4095ull, va, 8192)) == -EINVAL);   // offset + size wraps
-  CHECK(vm(map(b, 0, 61440, va, 8192)) == -EINVAL);             // past the object
-  CHECK(vm(map(b, 0, 0, va - 4096, 4096)) == -ERANGE);          // below the guest range
-  CHECK(vm(map(b, 0, 0, end, 4096)) == -ERANGE);                // at the end
-  CHECK(vm(map(b, 0, 0, kMax & ~4095ull, 8192)) == -ERANGE);    // va + size wraps
+  CHECK(vm(map(b, 5, 0, va, 4096)) == -EINVAL);                // both names
+  CHECK(vm(map(0, 0, 0, va, 4096)) == -EINVAL);                // neither
+  CHECK(vm(map(b, 0, 0, va, 4096, 0)) == -EINVAL);             // no READ
+  CHECK(vm(map(b, 0, 0, va, 4096, 0x100 | 1)) == -EINVAL);     // unknown flag
+  CHECK(vm(map(b, 0, 0, va, 0)) == -EINVAL);                   // size 0
+  CHECK(vm(map(b, 0, 0, va + 8, 4096)) == -EINVAL);            // misaligned va
+  CHECK(vm(map(b, 0, 8, va, 4096)) == -EINVAL);                // misaligned offset
+  CHECK(vm(map(b, 0, 0, va, 4095)) == -EINVAL);                // misaligned size
+  CHECK(vm(map(b, 0, kMax & ~4095ull, va, 8192)) == -EINVAL);  // offset + size wraps
+  CHECK(vm(map(b, 0, 61440, va, 8192)) == -EINVAL);            // past the object
+  CHECK(vm(map(b, 0, 0, va - 4096, 4096)) == -ERANGE);         // below the guest range
+  CHECK(vm(map(b, 0, 0, end, 4096)) == -ERANGE);               // at the end
+  CHECK(vm(map(b, 0, 0, kMax & ~4095ull, 8192)) == -ERANGE);   // va + size wraps
   CHECK(vm(map(999, 0, 0, va, 4096)) == -ENOENT);
   CHECK(vm(map(0, 999, 0, va, 4096)) == -ENOENT);
   REQUIRE(vm(map(b, 0, 0, va, 8192)) == 0);
-  CHECK(vm(map(b, 0, 0, va + 4096, 4096)) == -EEXIST);          // overlap
+  CHECK(vm(map(b, 0, 0, va + 4096, 4096)) == -EEXIST);  // overlap
 
-  CHECK(h.va_unmap(va, 4096) == -ENOENT);   // not the exact mapping
+  CHECK(h.va_unmap(va, 4096) == -ENOENT);  // not the exact mapping
   CHECK(h.va_unmap(va + 4096, 8192) == -ENOENT);
   CHECK(h.va_unmap(va, 0) == -EINVAL);
   CHECK(h.va_unmap(va + 1, 8192) == -EINVAL);
   CHECK(h.va_unmap(va, 8192) == 0);
-  CHECK(h.va_unmap(va, 8192) == -ENOENT);   // twice
+  CHECK(h.va_unmap(va, 8192) == -ENOENT);  // twice
 }
 
 TEST_CASE("malformed QUEUE_CREATE / SUBMIT / QUEUE_STATE / QUERY_INFO", "[context][malformed]") {

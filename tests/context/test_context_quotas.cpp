@@ -122,7 +122,8 @@ TEST_CASE("submit size and IB count limits", "[context][quota]") {
   h.create_shmem();
   StreamBuilder s;
   rvgl_req_nop nop{};
-  for (uint32_t i = 1; i <= 5; ++i) s.add(nop, RVGL_CMD_NOP, h.next_seqno(), RVGL_RSP_NONE);
+  for (uint32_t i = 1; i <= 5; ++i)
+    s.add(nop, RVGL_CMD_NOP, h.next_seqno(), RVGL_RSP_NONE);
   const uint32_t before = h.shmem_header().async_error;
   CHECK(h.ctx().submit_cmd(s.span()) == -EINVAL);  // 80 bytes > 64
   CHECK(h.shmem_header().async_error == before + 1);

@@ -49,7 +49,8 @@ uint32_t create_userptr(ContextHarness &h, std::span<const iovec> iov, bool ro, 
   a.res_id = h.next_res_id();
   a.blob_mem = RVGL_BLOB_MEM_GUEST;
   a.blob_flags = RVGL_BLOB_FLAG_USERPTR | (ro ? RVGL_BLOB_FLAG_USERPTR_RDONLY : 0u);
-  for (const auto &v : iov) a.size += v.iov_len;
+  for (const auto &v : iov)
+    a.size += v.iov_len;
   a.iov = iov;
   BlobExport e;
   *err = h.ctx().create_blob(a, &e);
@@ -120,7 +121,8 @@ TEST_CASE("userptr: one iovec, both directions, no copy", "[context][userptr]") 
   CHECK(emu_counters().userptr_alive == before.userptr_alive);
 }
 
-TEST_CASE("userptr: 4096 scattered pages of a memfd need at most 2 host objects", "[context][userptr]") {
+TEST_CASE("userptr: 4096 scattered pages of a memfd need at most 2 host objects",
+          "[context][userptr]") {
   ContextHarness h;
   h.create_shmem();
   constexpr size_t kPages = 4096;
@@ -130,7 +132,8 @@ TEST_CASE("userptr: 4096 scattered pages of a memfd need at most 2 host objects"
   std::iota(order.begin(), order.end(), 0);
   std::shuffle(order.begin(), order.end(), std::mt19937(42));
   std::vector<iovec> iov;
-  for (size_t i : order) iov.push_back({ram.page(2 * i), kPage});
+  for (size_t i : order)
+    iov.push_back({ram.page(2 * i), kPage});
 
   const auto before = emu_counters();
   int err;

@@ -75,7 +75,9 @@ struct Fixture {
   size_t changed_outside_header() const { return page.changed(8, RVGL_SHMEM_SIZE); }
 };
 
-rvgl_req_nop nop() { return {}; }
+rvgl_req_nop nop() {
+  return {};
+}
 rvgl_req_query_info query(uint32_t q) {
   rvgl_req_query_info r{};
   r.query = q;

@@ -18,9 +18,8 @@ TEST_CASE("file pieces behind shared memfd mappings are found with their fd", "[
   REQUIRE(ftruncate(memfd.get(), 16 * page) == 0);
   auto ram = rvgl::Mapping::map_shared(memfd.get(), 16 * page, PROT_READ | PROT_WRITE);
   REQUIRE(ram.valid());
-  auto anon = rvgl::Mapping(mmap(nullptr, page, PROT_READ | PROT_WRITE,
-                                 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0),
-                            page);
+  auto anon = rvgl::Mapping(
+      mmap(nullptr, page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0), page);
 
   auto maps = HostFileRanges::snapshot();
   REQUIRE(maps);

@@ -10,11 +10,11 @@ using rvgl::VaSpace;
 TEST_CASE("VA space refuses out-of-range, misaligned and overlapping ranges", "[memory]") {
   VaSpace va(0x100000, 0x200000, 0x1000);
   CHECK(va.check_free(0x100000, 0x1000) == 0);
-  CHECK(va.check_free(0x0ff000, 0x2000) == -ERANGE);          // starts below
-  CHECK(va.check_free(0x1ff000, 0x2000) == -ERANGE);          // ends above
+  CHECK(va.check_free(0x0ff000, 0x2000) == -ERANGE);               // starts below
+  CHECK(va.check_free(0x1ff000, 0x2000) == -ERANGE);               // ends above
   CHECK(va.check_free(0xfffffffffffff000ull, 0x2000) == -ERANGE);  // wraps
-  CHECK(va.check_free(0x100800, 0x1000) == -EINVAL);          // misaligned va
-  CHECK(va.check_free(0x100000, 0x800) == -EINVAL);           // misaligned size
+  CHECK(va.check_free(0x100800, 0x1000) == -EINVAL);               // misaligned va
+  CHECK(va.check_free(0x100000, 0x800) == -EINVAL);                // misaligned size
   CHECK(va.check_free(0x100000, 0) == -EINVAL);
 
   va.insert(VaMapping{0x110000, 0x4000, 0, 1, nullptr});

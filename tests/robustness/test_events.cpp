@@ -47,7 +47,8 @@ struct Guest {
 
 }  // namespace
 
-TEST_CASE("a GPU VM fault reaches the guilty guest; an innocent one keeps working", "[robust][events]") {
+TEST_CASE("a GPU VM fault reaches the guilty guest; an innocent one keeps working",
+          "[robust][events]") {
   Guest bad(1), good(2);
   const uint64_t hole = bad.va + (1ull << 30);  // mapped nowhere
   REQUIRE(bad.write(hole + 0x40, 1) == 0);
@@ -56,7 +57,8 @@ TEST_CASE("a GPU VM fault reaches the guilty guest; an innocent one keeps workin
     auto more = read_events(bad.h);
     ev.insert(ev.end(), more.begin(), more.end());
     bool reset = false;
-    for (const auto &e : ev) reset |= e.type == RVGL_EVENT_QUEUE_RESET;
+    for (const auto &e : ev)
+      reset |= e.type == RVGL_EVENT_QUEUE_RESET;
     return reset;
   }));
   bool fault = false, guilty = false;
@@ -89,7 +91,7 @@ TEST_CASE("a hung queue is reported, then destroyed and recreated", "[robust][ev
   ScopedKnob lockup("RVGL_EMU_LOCKUP_TIMEOUT_MS", "150", "10000");
   ScopedKnob hang("RVGL_EMU_HANG_JOB", "2");
   Guest g(3);
-  REQUIRE(g.write(g.va, 1) == 0);  // job 1 runs
+  REQUIRE(g.write(g.va, 1) == 0);      // job 1 runs
   REQUIRE(g.write(g.va + 4, 2) == 0);  // job 2 hangs
   std::vector<rvgl_event> ev;
   REQUIRE(wait_for([&] {
@@ -141,7 +143,8 @@ TEST_CASE("a GPU reset with VRAM lost reaches innocent queues and the device", "
   CHECK(g.h.queue_state(g.compute).state == RVGL_QUEUE_STATE_LOST);
 }
 
-TEST_CASE("the event ring overflows without blocking and counts what it dropped", "[robust][events]") {
+TEST_CASE("the event ring overflows without blocking and counts what it dropped",
+          "[robust][events]") {
   Guest g(5);
   // Faults from many queues, none consumed: at most 128 records, the rest counted.
   const auto *hdr = reinterpret_cast<const rvgl_shmem_header *>(g.h.shmem());
@@ -158,14 +161,15 @@ TEST_CASE("the event ring overflows without blocking and counts what it dropped"
   CHECK(hdr->event_overflow > 0);
   auto ev = read_events(g.h);
   CHECK(ev.size() == RVGL_EVENT_RING_ENTRIES);
-  for (size_t i = 0; i < ev.size(); ++i) CHECK(ev[i].seq == i + 1);
+  for (size_t i = 0; i < ev.size(); ++i)
+    CHECK(ev[i].seq == i + 1);
 }
 
 TEST_CASE("a fence on the events ring retires when a record arrives", "[robust][events]") {
   Guest g(6, /*async=*/false);
   REQUIRE(g.h.fence(RVGL_RING_EVENTS, 1) == 0);
   CHECK_FALSE(g.h.wait_fence(RVGL_RING_EVENTS, 1, 100));  // nothing happened yet
-  REQUIRE(g.write(g.va + (1ull << 30), 1) == 0);         // fault
+  REQUIRE(g.write(g.va + (1ull << 30), 1) == 0);          // fault
   CHECK(g.h.wait_fence(RVGL_RING_EVENTS, 1));
   // Records unread: the next events fence retires at once.
   REQUIRE(g.h.fence(RVGL_RING_EVENTS, 2) == 0);

@@ -31,7 +31,8 @@ Outcome run_workload() {
   UniqueFd memfd(memfd_create("sweep-ram", MFD_CLOEXEC));
   if (!memfd || ftruncate(memfd.get(), 16 * kPage)) throw std::runtime_error("memfd");
   Mapping ram = Mapping::map_shared(memfd.get(), 16 * kPage, PROT_READ | PROT_WRITE);
-  for (uint32_t i = 0; i < 4 * kPage / 4; ++i) ram.as<uint32_t>()[i] = i * 3 + 1;
+  for (uint32_t i = 0; i < 4 * kPage / 4; ++i)
+    ram.as<uint32_t>()[i] = i * 3 + 1;
   try {
     ContextHarness h(test_config(), false, 77);
     h.create_shmem();
@@ -62,11 +63,13 @@ Outcome run_workload() {
     std::vector<uint32_t> copy;
     pk::sdma_copy_linear(copy, va, va + (1 << 20), 4 * kPage - 16);
     pk::sdma_pad(copy);
-    const uint64_t seq = h.submit(sdma, {ContextHarness::write_ib(ib, va + (2 << 20), copy)}, {}, &r);
+    const uint64_t seq =
+        h.submit(sdma, {ContextHarness::write_ib(ib, va + (2 << 20), copy)}, {}, &r);
     if (told(r)) return o;
     std::vector<uint32_t> w;
     pk::pm4_write_data(w, va + 4 * kPage - 16, {0xfeedu, 0xbeefu});
-    h.submit(compute, {ContextHarness::write_ib(ib, va + (2 << 20), w, 2048)}, {{sdma, 0, seq}}, &r);
+    h.submit(compute, {ContextHarness::write_ib(ib, va + (2 << 20), w, 2048)}, {{sdma, 0, seq}},
+             &r);
     if (told(r)) return o;
     if (h.fence(1, 1) || h.fence(2, 2)) return {false, true};
     const bool fenced = h.wait_fence(1, 1, 3000) && h.wait_fence(2, 2, 3000);
@@ -96,12 +99,23 @@ TEST_CASE("fault-injection sweep over every ioctl of a guest workload", "[robust
   REQUIRE(clean.data_ok);
   const auto base = emu_counters();
 
-  const char *ioctls[] = {"VERSION",         "INFO",           "PROFILER",
-                          "GEM_CREATE",      "GEM_CLOSE",      "GEM_MMAP",
-                          "GEM_USERPTR",     "GEM_VA",         "PRIME_HANDLE_TO_FD",
-                          "CTX",             "CS",             "WAIT_CS",
-                          "SYNCOBJ_CREATE",  "SYNCOBJ_DESTROY", "SYNCOBJ_QUERY",
-                          "SYNCOBJ_TIMELINE_WAIT", "SYNCOBJ_TIMELINE_SIGNAL"};
+  const char *ioctls[] = {"VERSION",
+                          "INFO",
+                          "PROFILER",
+                          "GEM_CREATE",
+                          "GEM_CLOSE",
+                          "GEM_MMAP",
+                          "GEM_USERPTR",
+                          "GEM_VA",
+                          "PRIME_HANDLE_TO_FD",
+                          "CTX",
+                          "CS",
+                          "WAIT_CS",
+                          "SYNCOBJ_CREATE",
+                          "SYNCOBJ_DESTROY",
+                          "SYNCOBJ_QUERY",
+                          "SYNCOBJ_TIMELINE_WAIT",
+                          "SYNCOBJ_TIMELINE_SIGNAL"};
   uint64_t runs = 0, injected = 0, told = 0, succeeded = 0;
   for (const char *name : ioctls) {
     for (uint32_t n = 1; n <= 64; ++n) {
@@ -129,8 +143,9 @@ TEST_CASE("fault-injection sweep over every ioctl of a guest workload", "[robust
       }));
     }
   }
-  std::printf("fault sweep: %llu runs, %llu failures injected, %llu told the guest, %llu completed\n",
-              static_cast<unsigned long long>(runs), static_cast<unsigned long long>(injected),
-              static_cast<unsigned long long>(told), static_cast<unsigned long long>(succeeded));
+  std::printf(
+      "fault sweep: %llu runs, %llu failures injected, %llu told the guest, %llu completed\n",
+      static_cast<unsigned long long>(runs), static_cast<unsigned long long>(injected),
+      static_cast<unsigned long long>(told), static_cast<unsigned long long>(succeeded));
   CHECK(runs >= 40);
 }

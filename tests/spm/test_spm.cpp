@@ -55,7 +55,9 @@ bool wait_rsp(ContextHarness &h, const Pending &p, rvgl_rsp_spm_set_dest *out, i
       ms);
 }
 
-bool has_spm(ContextHarness &h) { return (h.capset().features & RVGL_FEATURE_SPM) != 0; }
+bool has_spm(ContextHarness &h) {
+  return (h.capset().features & RVGL_FEATURE_SPM) != 0;
+}
 
 }  // namespace
 
@@ -172,7 +174,8 @@ TEST_CASE("SPM: a guest that stops draining sees data loss", "[spm]") {
   CHECK(rsp.has_data_loss > 0);
   bool event = false;
   REQUIRE(wait_for([&] {
-    for (const auto &e : read_events(h)) event |= e.type == RVGL_EVENT_SPM_DATA_LOSS;
+    for (const auto &e : read_events(h))
+      event |= e.type == RVGL_EVENT_SPM_DATA_LOSS;
     return event;
   }));
 }

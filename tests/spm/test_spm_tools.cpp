@@ -43,7 +43,8 @@ std::vector<uint8_t> make_buffer(const SpmRecordingHeader &h, uint32_t samples, 
       uint16_t *u = reinterpret_cast<uint16_t *>(s + 32 + size_t{k} * lines * 32);
       const uint64_t ts = t0 + k * 100;
       std::memcpy(u, &ts, 8);
-      for (uint32_t c = 4; c < lines * 16; ++c) u[c] = static_cast<uint16_t>(k * 10 + c + x);
+      for (uint32_t c = 4; c < lines * 16; ++c)
+        u[c] = static_cast<uint16_t>(k * 10 + c + x);
     }
   }
   return buf;
@@ -80,7 +81,8 @@ TEST_CASE("a recorded stream round-trips and exports to CSV, trace JSON and PNG"
   REQUIRE(r.buffers.size() == 2);
   std::vector<Sample> samples;
   DecodeStats st;
-  for (const auto &b : r.buffers) REQUIRE(decode_buffer(r.header, b, &samples, &st, &err));
+  for (const auto &b : r.buffers)
+    REQUIRE(decode_buffer(r.header, b, &samples, &st, &err));
   CHECK(st.samples == 2 * (5 + 3));
   CHECK(st.slices_with_loss == 2);
   CHECK(st.timestamp_regressions == 0);
@@ -121,5 +123,6 @@ TEST_CASE("a recorded stream round-trips and exports to CSV, trace JSON and PNG"
   std::memcpy(bad.data(), &lie, sizeof(lie));
   std::vector<Sample> none;
   CHECK_FALSE(decode_buffer(h, bad, &none, &st, &err));
-  for (const auto &f : {rec, csv, json, png}) unlink(f.c_str());
+  for (const auto &f : {rec, csv, json, png})
+    unlink(f.c_str());
 }

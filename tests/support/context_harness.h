@@ -211,7 +211,8 @@ class ContextHarness {
     a.blob_id = blob_id;
     a.size = size;
     BlobExport e;
-    if (int err = ctx_->create_blob(a, &e)) throw std::runtime_error("claim " + std::to_string(err));
+    if (int err = ctx_->create_blob(a, &e))
+      throw std::runtime_error("claim " + std::to_string(err));
     b.map = Mapping::map_shared(e.fd.get(), size, PROT_READ | PROT_WRITE);
     if (!b.map.valid()) throw std::runtime_error("map blob");
     b.size = size;

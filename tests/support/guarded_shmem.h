@@ -37,7 +37,8 @@ class GuardedShmem {
   // Number of bytes in [begin, end) of the page that differ from the fill pattern.
   size_t changed(size_t begin, size_t end) const {
     size_t n = 0;
-    for (size_t i = begin; i < end; ++i) n += base()[i] != kFill;
+    for (size_t i = begin; i < end; ++i)
+      n += base()[i] != kFill;
     return n;
   }
 

@@ -39,7 +39,8 @@ inline void pm4_nop(std::vector<uint32_t> &ib, uint32_t body_dwords) {
 }
 
 // Writes `data` to GPU VA `va` (memory destination, write confirm).
-inline void pm4_write_data(std::vector<uint32_t> &ib, uint64_t va, const std::vector<uint32_t> &data) {
+inline void pm4_write_data(std::vector<uint32_t> &ib, uint64_t va,
+                           const std::vector<uint32_t> &data) {
   ib.push_back(pkt3(kPkt3WriteData, 3 + static_cast<uint32_t>(data.size())));
   ib.push_back((kWriteDataDstSelMem << 8) | (1u << 20));
   ib.push_back(static_cast<uint32_t>(va));
@@ -65,7 +66,8 @@ inline void pm4_event_write(std::vector<uint32_t> &ib, uint32_t event, uint32_t 
   ib.push_back(event | (index << 8));
 }
 
-// CP DMA copy of `bytes` from src to dst (gfx9+: BYTE_COUNT is 26 bits, SRC_SEL/DST_SEL 0 = address).
+// CP DMA copy of `bytes` from src to dst (gfx9+: BYTE_COUNT is 26 bits, SRC_SEL/DST_SEL 0 =
+// address).
 inline void pm4_dma_data(std::vector<uint32_t> &ib, uint64_t dst, uint64_t src, uint32_t bytes) {
   ib.push_back(pkt3(kPkt3DmaData, 6));
   ib.push_back(1u << 31);  // CP_SYNC
@@ -94,11 +96,16 @@ constexpr uint32_t kSdmaOpPollRegmem = 8;
 constexpr uint32_t kSdmaOpConstFill = 11;
 constexpr uint32_t kSdmaSubOpLinear = 0;
 
-constexpr uint32_t sdma_header(uint32_t op, uint32_t sub_op = 0) { return op | (sub_op << 8); }
+constexpr uint32_t sdma_header(uint32_t op, uint32_t sub_op = 0) {
+  return op | (sub_op << 8);
+}
 
-inline void sdma_nop(std::vector<uint32_t> &ib) { ib.push_back(sdma_header(kSdmaOpNop)); }
+inline void sdma_nop(std::vector<uint32_t> &ib) {
+  ib.push_back(sdma_header(kSdmaOpNop));
+}
 
-inline void sdma_copy_linear(std::vector<uint32_t> &ib, uint64_t dst, uint64_t src, uint32_t bytes) {
+inline void sdma_copy_linear(std::vector<uint32_t> &ib, uint64_t dst, uint64_t src,
+                             uint32_t bytes) {
   ib.push_back(sdma_header(kSdmaOpCopy, kSdmaSubOpLinear));
   ib.push_back((bytes - 1) & 0x3FFFFFFF);
   ib.push_back(0);  // parameter: no swaps
@@ -117,7 +124,8 @@ inline void sdma_write_linear(std::vector<uint32_t> &ib, uint64_t dst,
   ib.insert(ib.end(), data.begin(), data.end());
 }
 
-inline void sdma_const_fill(std::vector<uint32_t> &ib, uint64_t dst, uint32_t value, uint32_t bytes) {
+inline void sdma_const_fill(std::vector<uint32_t> &ib, uint64_t dst, uint32_t value,
+                            uint32_t bytes) {
   ib.push_back(sdma_header(kSdmaOpConstFill) | (2u << 30));  // fill size: dword
   ib.push_back(static_cast<uint32_t>(dst));
   ib.push_back(static_cast<uint32_t>(dst >> 32));
@@ -138,7 +146,8 @@ inline void sdma_trap(std::vector<uint32_t> &ib) {
 }
 
 // Waits until (*va & mask) == ref (memory poll, function "equal").
-inline void sdma_poll_mem_equal(std::vector<uint32_t> &ib, uint64_t va, uint32_t ref, uint32_t mask) {
+inline void sdma_poll_mem_equal(std::vector<uint32_t> &ib, uint64_t va, uint32_t ref,
+                                uint32_t mask) {
   ib.push_back(sdma_header(kSdmaOpPollRegmem) | (3u << 28) | (1u << 31));
   ib.push_back(static_cast<uint32_t>(va));
   ib.push_back(static_cast<uint32_t>(va >> 32));
@@ -149,7 +158,8 @@ inline void sdma_poll_mem_equal(std::vector<uint32_t> &ib, uint64_t va, uint32_t
 
 // SDMA IBs are padded to a multiple of 8 dwords with NOPs.
 inline void sdma_pad(std::vector<uint32_t> &ib) {
-  while (ib.size() % 8) sdma_nop(ib);
+  while (ib.size() % 8)
+    sdma_nop(ib);
 }
 
 }  // namespace rvgl::packets

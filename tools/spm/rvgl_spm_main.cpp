@@ -32,9 +32,10 @@ int main(int argc, char **argv) {
       return 1;
     }
   }
-  fmt::print("{} buffers, {} slices ({} with data loss), {} samples, {} bytes, {} counters/sample\n",
-             stats.buffers, stats.slices, stats.slices_with_loss, stats.samples, stats.bytes,
-             rvgl::spm::counters_per_sample(rec.header));
+  fmt::print(
+      "{} buffers, {} slices ({} with data loss), {} samples, {} bytes, {} counters/sample\n",
+      stats.buffers, stats.slices, stats.slices_with_loss, stats.samples, stats.bytes,
+      rvgl::spm::counters_per_sample(rec.header));
   rvgl::spm::ExportOptions opt;
   opt.counters = counters;
   opt.counter_freq_khz = rec.header.counter_freq_khz;

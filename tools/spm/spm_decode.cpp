@@ -25,7 +25,8 @@ bool decode_buffer(const SpmRecordingHeader &layout, std::span<const uint8_t> bu
   const uint32_t slice = static_cast<uint32_t>(buf.size() / layout.num_xcc) & ~31u;
   const uint32_t sample_bytes = lines_per_sample(layout) * kLineBytes;
   std::map<uint32_t, uint64_t> last_ts;
-  for (const auto &s : *out) last_ts[s.xcc] = s.timestamp;
+  for (const auto &s : *out)
+    last_ts[s.xcc] = s.timestamp;
   ++stats->buffers;
   for (uint32_t x = 0; x < layout.num_xcc; ++x) {
     const uint8_t *base = buf.data() + size_t{x} * slice;

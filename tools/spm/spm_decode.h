@@ -15,8 +15,8 @@ namespace rvgl::spm {
 
 struct Sample {
   uint32_t xcc;
-  uint64_t timestamp;             // GPU clock ticks
-  std::vector<uint16_t> counters; // every u16 of the sample but the timestamp
+  uint64_t timestamp;              // GPU clock ticks
+  std::vector<uint16_t> counters;  // every u16 of the sample but the timestamp
 };
 
 struct DecodeStats {

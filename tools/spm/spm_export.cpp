@@ -22,7 +22,8 @@ double to_us(uint64_t ticks, uint32_t khz) {
 std::vector<uint32_t> selected_counters(const ExportOptions &opt, size_t available) {
   std::vector<uint32_t> out;
   if (opt.counters.empty()) {
-    for (uint32_t i = 0; i < 8 && i < available; ++i) out.push_back(i);
+    for (uint32_t i = 0; i < 8 && i < available; ++i)
+      out.push_back(i);
   } else {
     for (uint32_t c : opt.counters)
       if (c < available) out.push_back(c);
@@ -36,11 +37,13 @@ bool write_csv(const std::string &path, const std::vector<Sample> &samples,
   try {
     auto out = fmt::output_file(path);
     out.print("xcc,timestamp,time_us");
-    for (uint32_t c : sel) out.print(",c{}", c);
+    for (uint32_t c : sel)
+      out.print(",c{}", c);
     out.print("\n");
     for (const auto &s : samples) {
       out.print("{},{},{:.3f}", s.xcc, s.timestamp, to_us(s.timestamp, opt.counter_freq_khz));
-      for (uint32_t c : sel) out.print(",{}", s.counters[c]);
+      for (uint32_t c : sel)
+        out.print(",{}", s.counters[c]);
       out.print("\n");
     }
   } catch (const std::exception &e) {
@@ -54,7 +57,9 @@ bool write_trace_json(const std::string &path, const std::vector<Sample> &sample
                       const ExportOptions &opt, std::string *error) {
   const auto sel = selected_counters(opt, samples.empty() ? 0 : samples[0].counters.size());
   nlohmann::json events = nlohmann::json::array();
-  events.push_back({{"name", "process_name"}, {"ph", "M"}, {"pid", 1},
+  events.push_back({{"name", "process_name"},
+                    {"ph", "M"},
+                    {"pid", 1},
                     {"args", {{"name", "SPM (rocm-virgl)"}}}});
   for (const auto &s : samples) {
     for (uint32_t c : sel) {
@@ -98,7 +103,8 @@ bool write_png(const std::string &path, const std::vector<Sample> &samples,
     for (const auto &s : samples) {
       if (s.xcc != 0) continue;
       std::fprintf(d, "%.3f", to_us(s.timestamp, opt.counter_freq_khz));
-      for (uint32_t c : sel) std::fprintf(d, " %u", s.counters[c]);
+      for (uint32_t c : sel)
+        std::fprintf(d, " %u", s.counters[c]);
       std::fprintf(d, "\n");
     }
     std::fclose(d);

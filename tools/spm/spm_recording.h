@@ -18,12 +18,12 @@ inline constexpr uint32_t kRecordMagic = 0x30465542;  // "BUF0"
 
 struct SpmRecordingHeader {
   char magic[8];
-  uint32_t version;          // 1
-  uint32_t num_xcc;          // slices per buffer
-  uint32_t global_lines;     // 32-byte lines of the global segment of one sample
-  uint32_t se_lines;         // lines per shader-engine segment
-  uint32_t shader_engines;   // segments after the global one
-  uint32_t counter_freq_khz; // timestamp clock
+  uint32_t version;           // 1
+  uint32_t num_xcc;           // slices per buffer
+  uint32_t global_lines;      // 32-byte lines of the global segment of one sample
+  uint32_t se_lines;          // lines per shader-engine segment
+  uint32_t shader_engines;    // segments after the global one
+  uint32_t counter_freq_khz;  // timestamp clock
 };
 static_assert(sizeof(SpmRecordingHeader) == 32);
 
