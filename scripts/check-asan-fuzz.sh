@@ -9,14 +9,17 @@ seconds=${1:-90}
 builddir=build-ci-asan
 [ -d "$builddir" ] || CC=clang CXX=clang++ meson setup "$builddir" -Dtests=true -Dfuzzers=true \
   -Db_sanitize=address,undefined -Db_lundef=false -Dbuildtype=debugoptimized
-ninja -C "$builddir"
+ninja -C "$builddir" fuzz/fuzz-protocol fuzz/fuzz-api fuzz/fuzz-vtest
 
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:strict_string_checks=1
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 # Suites that LD_PRELOAD an instrumented library into an uninstrumented program (the stock
 # virgl_test_server) cannot run here: ASan insists on coming first. They run in the plain build.
-mapfile -t tests < <(meson test -C "$builddir" --list 2>/dev/null | sed 's/^.* \/ //' |
-                     grep -v -e e2e -e preload -e stock)
+# (--no-rebuild: a listing that regenerates the build would print meson's log among the names.)
+mapfile -t tests < <(meson test -C "$builddir" --list --no-rebuild 2>/dev/null |
+                     sed -n 's|^.* / ||p' | grep -v -e e2e -e preload -e stock)
+[ ${#tests[@]} -gt 0 ] || { echo "check-asan-fuzz: no tests listed" >&2; exit 1; }
+echo "ASan+UBSan: ${#tests[@]} suites: ${tests[*]}"
 meson test -C "$builddir" --print-errorlogs --num-processes 2 "${tests[@]}"
 
 for h in protocol api vtest; do
