@@ -26,8 +26,9 @@ int main(int argc, char **argv) {
   }
   std::vector<rvgl::spm::Sample> samples;
   rvgl::spm::DecodeStats stats;
+  rvgl::spm::StreamState stream;  // samples may straddle consecutive buffers
   for (const auto &b : rec.buffers) {
-    if (!rvgl::spm::decode_buffer(rec.header, b, &samples, &stats, &err)) {
+    if (!rvgl::spm::decode_buffer(rec.header, b, &samples, &stats, &err, &stream)) {
       fmt::print(stderr, "rvgl-spm: buffer {}: {}\n", stats.buffers, err);
       return 1;
     }

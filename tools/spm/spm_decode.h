@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <span>
 #include <string>
 #include <vector>
@@ -28,9 +29,19 @@ struct DecodeStats {
   uint64_t timestamp_regressions = 0;  // a sample older than the previous one of its XCC
 };
 
-// Appends the samples of one buffer; false (error set) if a header lies about its size.
+// What one buffer leaves for the next when buffers are decoded as one stream: the hardware writes
+// 32-byte lines, so a slice may end inside a sample that the same XCC's next slice completes.
+struct StreamState {
+  std::map<uint32_t, std::vector<uint8_t>> partial;  // per XCC: the start of an unfinished sample
+  std::map<uint32_t, uint64_t> last_timestamp;       // per XCC
+};
+
+// Appends the samples of one buffer; false (error set) if a header lies about its size. With a
+// StreamState, samples split across consecutive buffers are joined (a slice that reports data
+// loss drops the unfinished one); without, bytes after the slice's last whole sample are ignored.
 bool decode_buffer(const SpmRecordingHeader &layout, std::span<const uint8_t> buf,
-                   std::vector<Sample> *out, DecodeStats *stats, std::string *error);
+                   std::vector<Sample> *out, DecodeStats *stats, std::string *error,
+                   StreamState *stream = nullptr);
 
 uint32_t lines_per_sample(const SpmRecordingHeader &h);
 uint32_t counters_per_sample(const SpmRecordingHeader &h);
