@@ -30,7 +30,7 @@ int SpmSession::create(std::shared_ptr<AmdgpuDevice> dev, uint32_t xcp, uint32_t
 }
 
 void SpmSession::detach() {
-  std::lock_guard lk(mu_);
+  std::lock_guard lk(callbacks_mu_);
   done_ = [](uint32_t, const rvgl_rsp_spm_set_dest &) {};
   signalled_ = [] {};
 }
@@ -87,12 +87,8 @@ void SpmSession::run() {
     }
     Destination retired;
     uint64_t point;
-    Completion done;
-    Signal signalled;
     {
       std::lock_guard lk(mu_);
-      done = done_;
-      signalled = signalled_;
       if (rsp.hdr.result == 0) {
         // The kernel has let go of the previous destination: it may be unmapped now.
         retired = std::move(current_);
@@ -104,9 +100,12 @@ void SpmSession::run() {
     }
     retired = {};
     job.dst = {};
-    done(job.rsp_off, rsp);
+    // Under callbacks_mu_, not a copy of the callbacks taken earlier: a copy could outlive a
+    // detach() and call into a context that is gone (found by fuzz-protocol).
+    std::lock_guard cb(callbacks_mu_);
+    done_(job.rsp_off, rsp);
     timeline_->signal(point);
-    signalled();
+    signalled_();
   }
 }
 

@@ -40,7 +40,8 @@ class SpmSession {
   ~SpmSession();
 
   // From now on no response is written and no fence is signalled through the callbacks: the
-  // context that owned them may go away while the session finishes elsewhere.
+  // context that owned them may go away while the session finishes elsewhere. Waits for a callback
+  // that is running (never for a kernel call).
   void detach();
 
   // Queues a SET_DEST; they run in order, at most kMaxPending at a time (-EBUSY beyond).
@@ -76,6 +77,9 @@ class SpmSession {
   std::shared_ptr<AmdgpuDevice> dev_;
   uint32_t xcp_;
   uint32_t ring_idx_;
+  // Held while the callbacks run and while detach() replaces them: once detach() returns, no
+  // callback of the old owner is running or will run.
+  std::mutex callbacks_mu_;
   Completion done_;
   Signal signalled_;
   std::shared_ptr<SyncTimeline> timeline_;

@@ -1,0 +1,47 @@
+// SpmSession on its own: the contract between its worker and the context that owns it.
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <thread>
+
+#include "amdgpu/amdgpu_device.h"
+#include "amdgpu/render_node.h"
+#include "spm/spm_reaper.h"
+#include "spm/spm_session.h"
+
+using namespace rvgl;
+using namespace std::chrono_literals;
+
+TEST_CASE("a detached SPM session never calls back into its old owner", "[spm][session]") {
+  SpmReaper::instance().drain();  // no SPM left held by an earlier test
+  int err = 0;
+  auto dev = AmdgpuDevice::open(choose_render_node(""), &err);
+  REQUIRE(dev);
+  std::atomic<bool> in_done{false}, let_go{false}, detached{false}, late_call{false};
+  // The owner's completion is slow (a response write racing a context teardown); the owner
+  // detaches meanwhile and then goes away. Its callbacks must not run after detach() returned.
+  auto done = [&](uint32_t, const rvgl_rsp_spm_set_dest &) {
+    in_done = true;
+    while (!let_go)
+      std::this_thread::sleep_for(1ms);
+  };
+  auto signalled = [&] {
+    if (detached) late_call = true;
+  };
+  std::unique_ptr<SpmSession> s;
+  REQUIRE(SpmSession::create(dev, 0, 7, done, signalled, &s) == 0);
+  REQUIRE(s->set_dest({}, 0, 1, RVGL_RSP_NONE) == 0);  // a stop: returns from the kernel at once
+  for (int i = 0; i < 5000 && !in_done; ++i)
+    std::this_thread::sleep_for(1ms);
+  REQUIRE(in_done);
+  std::thread owner([&] {
+    s->detach();
+    detached = true;
+  });
+  std::this_thread::sleep_for(100ms);  // a detach() that does not wait has returned by now
+  let_go = true;
+  owner.join();
+  s.reset();
+  CHECK_FALSE(late_call);
+}
