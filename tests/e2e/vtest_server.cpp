@@ -1,5 +1,7 @@
 #include "vtest_server.h"
 
+#include "../support/spawn_args.h"
+
 #include <fcntl.h>
 #include <link.h>
 #include <signal.h>
@@ -17,8 +19,6 @@
 #include <stdexcept>
 #include <string_view>
 #include <thread>
-
-extern char **environ;
 
 namespace rvgl::e2e {
 
@@ -96,27 +96,16 @@ VtestServer::VtestServer(const ServerOptions &options) {
     preload += rt + ":";
   preload += env_or_null("RVGL_E2E_PRELOAD");
   // What we set replaces what we inherited (getenv would find the inherited one first).
-  std::vector<std::string> ours = {"LD_PRELOAD=", "RVGL_COMPUTE_ONLY=", "RVGL_EMU_STATE_DIR="};
-  for (const auto &e : options.extra_env)
-    ours.push_back(e.substr(0, e.find('=') + 1));
-  std::vector<std::string> env;
-  for (char **e = environ; *e; ++e) {
-    const std::string_view v(*e);
-    if (std::none_of(ours.begin(), ours.end(),
-                     [&](const std::string &n) { return v.starts_with(n); }))
-      env.emplace_back(*e);
-  }
-  env.push_back("LD_PRELOAD=" + preload);
-  env.push_back(std::string("RVGL_COMPUTE_ONLY=") + (options.compute_only ? "1" : "0"));
-  env.push_back("RVGL_EMU_STATE_DIR=" + state_dir_);
-  // The server is not instrumented and leaks at exit by design; only our libraries are checked.
-  env.push_back("ASAN_OPTIONS=detect_leaks=0:verify_asan_link_order=0");
-  for (const auto &e : options.extra_env)
-    env.push_back(e);
-  std::vector<char *> envp;
-  for (auto &e : env)
-    envp.push_back(e.data());
-  envp.push_back(nullptr);
+  std::vector<std::string> ours = {
+      "LD_PRELOAD=" + preload,
+      std::string("RVGL_COMPUTE_ONLY=") + (options.compute_only ? "1" : "0"),
+      "RVGL_EMU_STATE_DIR=" + state_dir_,
+      // The server is not instrumented and leaks at exit by design; only our libraries are checked.
+      "ASAN_OPTIONS=detect_leaks=0:verify_asan_link_order=0",
+  };
+  ours.insert(ours.end(), options.extra_env.begin(), options.extra_env.end());
+  std::vector<std::string> env = test::environment_with(ours);
+  std::vector<char *> envp = test::c_string_array(env);
 
   // Note the '=': Debian's server takes a path after a space as its replay [file] argument.
   std::vector<std::string> args = {server, "--socket-path=" + socket_};
@@ -124,10 +113,7 @@ VtestServer::VtestServer(const ServerOptions &options) {
     args.push_back("--no-fork");
     args.push_back("--multi-clients");
   }
-  std::vector<char *> argv;
-  for (auto &a : args)
-    argv.push_back(a.data());
-  argv.push_back(nullptr);
+  std::vector<char *> argv = test::c_string_array(args);
 
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);

@@ -1,5 +1,7 @@
 #include "run_program.h"
 
+#include "../support/spawn_args.h"
+
 #include <fcntl.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -12,8 +14,6 @@
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
-
-extern char **environ;
 
 namespace rvgl::tools_test {
 
@@ -55,25 +55,10 @@ ProgramOutput run_program(const std::vector<std::string> &argv_in,
   TempDir dir;
   const std::string out_path = dir.path + "/stdout", err_path = dir.path + "/stderr";
 
-  std::vector<std::string> env;
-  for (char **e = environ; *e; ++e) {
-    const char *eq = std::strchr(*e, '=');
-    const size_t n = eq ? static_cast<size_t>(eq - *e) + 1 : std::strlen(*e);
-    bool replaced = false;
-    for (const auto &mine : env_in)
-      replaced |= mine.compare(0, n, *e, n) == 0;
-    if (!replaced) env.emplace_back(*e);
-  }
-  env.insert(env.end(), env_in.begin(), env_in.end());
-  std::vector<char *> envp;
-  for (auto &e : env)
-    envp.push_back(e.data());
-  envp.push_back(nullptr);
+  std::vector<std::string> env = test::environment_with(env_in);
+  std::vector<char *> envp = test::c_string_array(env);
   std::vector<std::string> args = argv_in;
-  std::vector<char *> argv;
-  for (auto &a : args)
-    argv.push_back(a.data());
-  argv.push_back(nullptr);
+  std::vector<char *> argv = test::c_string_array(args);
 
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
