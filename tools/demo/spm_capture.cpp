@@ -141,6 +141,7 @@ Result<SpmCapture> capture_spm(ComputeClient &c, const SpmCaptureOptions &o) {
       return make_error(-EIO, "cannot create " + out.recording_path);
   }
   std::vector<spm::Sample> samples;
+  spm::StreamState stream;  // consecutive buffers are one stream (and decode in linear time)
   for (uint32_t i = 0; i < o.buffers; ++i) {
     const std::span<const uint8_t> buf =
         blob.buf.memory().subspan(out.dest_bytes * i, out.dest_bytes);
@@ -148,7 +149,7 @@ Result<SpmCapture> capture_spm(ComputeClient &c, const SpmCaptureOptions &o) {
       return make_error(-EIO, "cannot write " + out.recording_path);
     const spm::DecodeStats before = out.stats;
     std::string err;
-    if (!spm::decode_buffer(out.layout, buf, &samples, &out.stats, &err))
+    if (!spm::decode_buffer(out.layout, buf, &samples, &out.stats, &err, &stream))
       return make_error(-EPROTO, "buffer " + std::to_string(i) + ": " + err);
     out.buffers[i].decoded_bytes = out.stats.bytes - before.bytes;
     out.buffers[i].samples = out.stats.samples - before.samples;
