@@ -152,8 +152,9 @@ int Router::context_create_fence(uint32_t ctx_id, uint32_t flags, uint32_t ring_
       return real(ctx_id, flags, ring_idx, fence_id);
     return -EINVAL;
   }
-  // MERGEABLE (the only flag) allows skipping callbacks; we deliver every fence, which is valid.
-  return c->create_fence(ring_idx, fence_id);
+  // MERGEABLE (the only flag) lets the completion engine observe the fence together with later
+  // work on its ring; every fence is still delivered.
+  return c->create_fence(ring_idx, fence_id, (flags & VIRGL_RENDERER_FENCE_FLAG_MERGEABLE) != 0);
 }
 
 void Router::context_poll(uint32_t ctx_id) {

@@ -4,6 +4,7 @@
 #include <xf86drm.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 
 namespace rvgl {
@@ -21,6 +22,20 @@ std::shared_ptr<AmdgpuDevice> AmdgpuDevice::adopt(UniqueFd fd, int *err) {
   std::shared_ptr<AmdgpuDevice> dev(new AmdgpuDevice(std::move(fd)));
   *err = dev->check_driver();
   return *err ? nullptr : dev;
+}
+
+std::shared_ptr<AmdgpuDevice> AmdgpuDevice::reopen(int *err) const {
+  // By name, not through /proc/self/fd: a new open of the node is a new DRM file. A VMM's fd may
+  // be a primary node; its render node is preferred, the node itself otherwise.
+  char *name = drmGetRenderDeviceNameFromFd(fd_.get());
+  if (!name) name = drmGetDeviceNameFromFd2(fd_.get());
+  if (!name) {
+    *err = -ENODEV;
+    return nullptr;
+  }
+  const std::string path(name);
+  free(name);
+  return open(path, err);
 }
 
 int AmdgpuDevice::check_driver() {

@@ -22,6 +22,8 @@ class AmdgpuDevice {
   static std::shared_ptr<AmdgpuDevice> open(const std::string &path, int *err);
   // Takes ownership of an fd the VMM chose (its get_drm_fd callback); same checks.
   static std::shared_ptr<AmdgpuDevice> adopt(UniqueFd fd, int *err);
+  // A second, independent open of this device's node (its own DRM file: own handles, own VM).
+  std::shared_ptr<AmdgpuDevice> reopen(int *err) const;
 
   int fd() const { return fd_.get(); }
   uint32_t drm_minor_version() const { return drm_minor_; }
@@ -42,7 +44,13 @@ class AmdgpuDevice {
   void ctx_free(uint32_t ctx_id);
   // AMDGPU_CTX_QUERY2_FLAGS_* of the context.
   int ctx_query_state2(uint32_t ctx_id, uint64_t *flags);
-  int cs_submit(uint32_t ctx_id, std::span<const drm_amdgpu_cs_chunk> chunks, uint64_t *handle);
+  // bo_list: a handle from bo_list_create, or 0 for none.
+  int cs_submit(uint32_t ctx_id, uint32_t bo_list, std::span<const drm_amdgpu_cs_chunk> chunks,
+                uint64_t *handle);
+  // AMDGPU_BO_LIST: a kernel-held BO list, so a CS need not pass the resident set every time.
+  int bo_list_create(std::span<const drm_amdgpu_bo_list_entry> bos, uint32_t *handle);
+  int bo_list_update(uint32_t handle, std::span<const drm_amdgpu_bo_list_entry> bos);
+  void bo_list_destroy(uint32_t handle);
   // 0 when the job completed without error, the job's error when it failed, -EBUSY if busy.
   int wait_cs(uint32_t ctx_id, uint32_t ip, uint32_t ring, uint64_t handle, uint64_t timeout_ns);
 
@@ -53,6 +61,9 @@ class AmdgpuDevice {
                             int64_t abs_timeout_ns, uint32_t flags, uint32_t *first_signaled);
   int syncobj_timeline_signal(uint32_t handle, uint64_t point);
   int syncobj_query(uint32_t handle, uint64_t *value);
+  // The syncobj itself as an fd (not a sync file), and an fd like it made a handle of this file.
+  int syncobj_export(uint32_t handle, UniqueFd *out);
+  int syncobj_import(int fd, uint32_t *handle);
 
   // ---- queries (amdgpu_device_info.cpp) ----
   int query_info(uint32_t query, void *out, uint32_t size);

@@ -31,8 +31,8 @@ int AmdgpuDevice::ctx_query_state2(uint32_t ctx_id, uint64_t *flags) {
   return r;
 }
 
-int AmdgpuDevice::cs_submit(uint32_t ctx_id, std::span<const drm_amdgpu_cs_chunk> chunks,
-                            uint64_t *handle) {
+int AmdgpuDevice::cs_submit(uint32_t ctx_id, uint32_t bo_list,
+                            std::span<const drm_amdgpu_cs_chunk> chunks, uint64_t *handle) {
   // The kernel reads an array of pointers to chunks.
   uint64_t ptrs[16];
   if (chunks.size() > std::size(ptrs)) return -EINVAL;
@@ -40,11 +40,47 @@ int AmdgpuDevice::cs_submit(uint32_t ctx_id, std::span<const drm_amdgpu_cs_chunk
     ptrs[i] = reinterpret_cast<uintptr_t>(&chunks[i]);
   drm_amdgpu_cs args{};
   args.in.ctx_id = ctx_id;
+  args.in.bo_list_handle = bo_list;
   args.in.num_chunks = static_cast<uint32_t>(chunks.size());
   args.in.chunks = reinterpret_cast<uintptr_t>(ptrs);
   int r = ioctl(DRM_IOCTL_AMDGPU_CS, &args);
   if (r == 0) *handle = args.out.handle;
   return r;
+}
+
+namespace {
+
+drm_amdgpu_bo_list_in bo_list_args(uint32_t op, uint32_t handle,
+                                   std::span<const drm_amdgpu_bo_list_entry> bos) {
+  drm_amdgpu_bo_list_in in{};
+  in.operation = op;
+  in.list_handle = handle;
+  in.bo_number = static_cast<uint32_t>(bos.size());
+  in.bo_info_size = sizeof(drm_amdgpu_bo_list_entry);
+  in.bo_info_ptr = reinterpret_cast<uintptr_t>(bos.data());
+  return in;
+}
+
+}  // namespace
+
+int AmdgpuDevice::bo_list_create(std::span<const drm_amdgpu_bo_list_entry> bos, uint32_t *handle) {
+  drm_amdgpu_bo_list args{};
+  args.in = bo_list_args(AMDGPU_BO_LIST_OP_CREATE, 0, bos);
+  int r = ioctl(DRM_IOCTL_AMDGPU_BO_LIST, &args);
+  if (r == 0) *handle = args.out.list_handle;
+  return r;
+}
+
+int AmdgpuDevice::bo_list_update(uint32_t handle, std::span<const drm_amdgpu_bo_list_entry> bos) {
+  drm_amdgpu_bo_list args{};
+  args.in = bo_list_args(AMDGPU_BO_LIST_OP_UPDATE, handle, bos);
+  return ioctl(DRM_IOCTL_AMDGPU_BO_LIST, &args);
+}
+
+void AmdgpuDevice::bo_list_destroy(uint32_t handle) {
+  drm_amdgpu_bo_list args{};
+  args.in = bo_list_args(AMDGPU_BO_LIST_OP_DESTROY, handle, {});
+  ioctl(DRM_IOCTL_AMDGPU_BO_LIST, &args);
 }
 
 int AmdgpuDevice::wait_cs(uint32_t ctx_id, uint32_t ip, uint32_t ring, uint64_t handle,
@@ -96,6 +132,17 @@ int AmdgpuDevice::syncobj_query(uint32_t handle, uint64_t *value) {
   args.points = reinterpret_cast<uintptr_t>(value);
   args.count_handles = 1;
   return ioctl(DRM_IOCTL_SYNCOBJ_QUERY, &args);
+}
+
+int AmdgpuDevice::syncobj_export(uint32_t handle, UniqueFd *out) {
+  int fd = -1;
+  if (drmSyncobjHandleToFD(this->fd(), handle, &fd)) return -errno;
+  out->reset(fd);
+  return 0;
+}
+
+int AmdgpuDevice::syncobj_import(int fd, uint32_t *handle) {
+  return drmSyncobjFDToHandle(this->fd(), fd, handle) ? -errno : 0;
 }
 
 }  // namespace rvgl

@@ -80,7 +80,9 @@ ComputeContext::ComputeContext(const Options &opts)
       decoder_(table(), this, opts.config->limits.max_submit_bytes),
       bos_(opts.config->limits.max_objects),
       va_(0, 0, 4096),
-      queues_(opts.config->limits.max_queues) {}
+      queues_(opts.config->limits.max_queues),
+      // delivery_ is set in create(), before any thread can post.
+      events_([this] { delivery_->progress(); }) {}
 
 std::unique_ptr<ComputeContext> ComputeContext::create(Options opts, int *err) {
   if (!opts.config || !opts.on_fence) {
@@ -97,9 +99,14 @@ std::unique_ptr<ComputeContext> ComputeContext::create(Options opts, int *err) {
   const auto &l = opts.config->limits;
   c->usage_ = std::make_shared<Usage>(l.max_objects, std::min(l.max_vram_bytes, cap.vram_size),
                                       std::min(l.max_gtt_bytes, cap.gtt_size), l.max_userptr_bytes);
-  c->retirer_ = FenceRetirer::create(c->dev_, opts.async_fences, std::move(opts.on_fence), err);
-  if (!c->retirer_) return nullptr;
-  c->retirer_->set_watch_callback([p = c.get()](uint32_t queue) { p->on_queue_drained(queue); });
+  c->bo_list_ = std::make_unique<KernelBoList>(c->dev_);
+  c->delivery_ = FenceDelivery::create(opts.async_fences, std::move(opts.on_fence), err);
+  if (!c->delivery_) return nullptr;
+  c->engine_ = CompletionEngine::acquire(*c->dev_, err);
+  if (!c->engine_) return nullptr;
+  CompletionEngine *engine = c->engine_.get();
+  c->health_ = std::make_unique<QueueHealth>(c->dev_, c->events_, [engine] { engine->rearm(); });
+  if ((*err = c->engine_->add_timer(c->health_.get(), &c->health_timer_))) return nullptr;
   if (!opts.config->capture_dir.empty()) {
     c->capture_ = CaptureWriter::open(opts.config->capture_dir, c->ctx_id_, opts.config->capset_id);
     if (CaptureWriter *w = c->capture_.get())
@@ -112,14 +119,20 @@ std::unique_ptr<ComputeContext> ComputeContext::create(Options opts, int *err) {
 }
 
 ComputeContext::~ComputeContext() {
-  // SPM workers first (they write responses into the shared page and kick the retirer), then the
-  // retire thread, so no callback runs once the VMM believes we are gone. Then queues (their
-  // kernel contexts), mappings and objects; the device fd closes last, when the final object
-  // holding it dies.
+  // SPM workers first (they write responses into the shared page and post fences), then every
+  // completion-engine watch (after remove() the engine never calls them), then fence delivery, so
+  // no callback runs once the VMM believes we are gone. Then queues (their kernel contexts),
+  // mappings and objects; the device fd closes last, when the final object holding it dies.
   for (uint32_t xcp = 0; xcp < spm_.size(); ++xcp)
     release_spm(xcp);
-  retirer_.reset();
-  events_.reset();
+  if (engine_) {
+    queues_.for_each([&](uint32_t, Queue &q) { unwatch_queue(q); });
+    for (auto &d : draining_)
+      engine_->remove(d.id);
+    draining_.clear();
+    if (health_timer_) engine_->remove(health_timer_);
+  }
+  if (delivery_) delivery_->stop();
   queues_.clear();
   for (auto &m : va_.take_all())
     unmap(m);
@@ -139,31 +152,53 @@ int ComputeContext::submit_cmd(std::span<const uint8_t> cmds) {
 
 // ---- fences ----
 
-int ComputeContext::create_fence(uint32_t ring_idx, uint64_t fence_id) {
+int ComputeContext::create_fence(uint32_t ring_idx, uint64_t fence_id, bool mergeable) {
   if (ring_idx >= RVGL_RING_COUNT) return -EINVAL;
-  std::shared_ptr<SyncTimeline> tl;
+  collect_drained();
+  std::shared_ptr<const FenceSource> src;
   uint64_t point = 0;
   if (rings_[ring_idx] == RingUse::kQueue) {
     const Queue *q = queues_.get(ring_queue_[ring_idx]);
     if (q && q->kernel && q->kernel->last_submitted()) {
-      tl = q->kernel->timeline();
+      src = q->kernel->timeline();
       point = q->kernel->last_submitted();
     }
   } else if (ring_idx == RVGL_RING_EVENTS) {
-    // Retires at once while the guest has unread records, else with the next record.
-    if (events_ && !events_->unread()) {
-      tl = events_->timeline();
-      point = events_->points() + 1;
+    // Retires at once while the guest has unread records, else with the next record. The ring
+    // lives as long as the context, which outlives every pending fence: an aliasing pointer.
+    if (events_.attached() && !events_.unread()) {
+      src = std::shared_ptr<const FenceSource>(std::shared_ptr<void>(), &events_);
+      point = events_.points() + 1;
     }
   } else if (rings_[ring_idx] == RingUse::kSpm) {
     const SpmSession *s = spm_[ring_queue_[ring_idx]].get();
     if (s && s->accepted()) {
-      tl = s->timeline();
+      src = s->timeline();
       point = s->accepted();
     }
   }
-  retirer_->add(ring_idx, fence_id, std::move(tl), point);
+  // No ioctl and no wakeup: the completion engine already waits at or before `point` (see
+  // queue_watch.h); work already done is delivered from inside add().
+  delivery_->add(ring_idx, fence_id, std::move(src), point, mergeable);
   return 0;
+}
+
+void ComputeContext::unwatch_queue(Queue &q) {
+  if (!q.watch) return;
+  engine_->remove(q.watch_id);
+  q.watch.reset();
+  q.watch_id = 0;
+}
+
+void ComputeContext::collect_drained() {
+  for (size_t i = 0; i < draining_.size();) {
+    if (delivery_->references(draining_[i].watch->queue().timeline().get())) {
+      ++i;
+      continue;
+    }
+    engine_->remove(draining_[i].id);
+    draining_.erase(draining_.begin() + static_cast<std::ptrdiff_t>(i));
+  }
 }
 
 // ---- blobs and resources ----
@@ -192,15 +227,7 @@ int ComputeContext::create_shared_page(const BlobArgs &args, BlobExport *out) {
   out->fd_type = kFdTypeShm;
   out->map_info = kMapCached;
   out->size = RVGL_SHMEM_SIZE;
-  if (facts_.capset.features & RVGL_FEATURE_EVENT_RING) {
-    auto tl = SyncTimeline::create(dev_, &err);
-    if (!tl) {
-      shmem_.reset();
-      return err;
-    }
-    FenceRetirer *r = retirer_.get();
-    events_ = std::make_unique<EventRing>(shmem_->view(), std::move(tl), [r] { r->kick(); });
-  }
+  if (facts_.capset.features & RVGL_FEATURE_EVENT_RING) events_.attach(shmem_->view());
   resources_[args.res_id] = Resource{Resource::Kind::kSharedPage, nullptr};
   return 0;
 }
@@ -331,6 +358,9 @@ void ComputeContext::unmap(const VaMapping &m) {
                              dev_->gem_va(AMDGPU_VA_OP_UNMAP, handle, m.va + gpu_off, off, len, 0);
                              resident_.remove(handle);
                            });
+  // The kernel's BO list holds references too: an unmapped object must not live on through it.
+  uint32_t list;
+  bo_list_->sync(resident_, &list);
 }
 
 void ComputeContext::unmap_object(const MemoryObject *obj) {
@@ -341,64 +371,8 @@ void ComputeContext::unmap_object(const MemoryObject *obj) {
 // ---- health and events ----
 
 void ComputeContext::post_event(uint32_t type, uint32_t queue, uint64_t p0, uint64_t p1) {
-  if (events_) events_->post(type, queue, p0, p1);
-}
-
-void ComputeContext::on_queue_drained(uint32_t handle) {
-  std::shared_ptr<KernelQueue> q;
-  {
-    std::lock_guard lk(health_mu_);
-    auto it = health_queues_.find(handle);
-    if (it == health_queues_.end()) return;
-    q = it->second;
-  }
-  check_queue(handle, *q);
-}
-
-void ComputeContext::check_queue(uint32_t handle, KernelQueue &q) {
-  const KernelQueue::Observation o = q.observe();
-  uint32_t flags = 0;
-  bool lost = o.job_error != 0;
-  if (o.ctx_flags & AMDGPU_CTX_QUERY2_FLAGS_GUILTY) {
-    flags |= RVGL_QUEUE_FLAG_GUILTY;
-    lost = true;
-  } else if (o.ctx_flags & AMDGPU_CTX_QUERY2_FLAGS_RESET) {
-    flags |= RVGL_QUEUE_FLAG_INNOCENT;  // another context's hang reset the GPU under us
-  }
-  if (o.ctx_flags & AMDGPU_CTX_QUERY2_FLAGS_VRAMLOST) {
-    flags |= RVGL_QUEUE_FLAG_VRAM_LOST;
-    lost = true;
-  }
-  rvgl_drm_amdgpu_info_gpuvm_fault fault{};
-  if (lost) {
-    // The VM's last fault tells a fault from a hang; each distinct fault is reported once.
-    std::lock_guard lk(fault_mu_);
-    if (dev_->query_gpuvm_fault(&fault) == 0 && fault.status &&
-        (fault.addr != last_fault_.addr || fault.status != last_fault_.status)) {
-      last_fault_ = fault;
-      flags |= RVGL_QUEUE_FLAG_VM_FAULT;
-    } else {
-      fault = {};
-      if (o.job_error == -ETIME) flags |= RVGL_QUEUE_FLAG_HANG;
-    }
-  }
-  const uint32_t fresh = q.merge(flags, lost, o.job_error);
-  if (!fresh) return;
-  const uint64_t done = q.last_completed();
-  if (fresh & RVGL_QUEUE_FLAG_VM_FAULT)
-    post_event(RVGL_EVENT_VM_FAULT, handle, fault.addr,
-               fault.status | (uint64_t{fault.vmhub} << 32));
-  if (fresh & RVGL_QUEUE_FLAG_HANG) {
-    const uint64_t seq = q.first_failed_seq();
-    post_event(RVGL_EVENT_QUEUE_HANG, handle, seq ? seq : done, 0);
-  }
-  const uint64_t vram = (fresh & RVGL_QUEUE_FLAG_VRAM_LOST) ? RVGL_EVENT_RESET_VRAM_LOST : 0;
-  if (fresh & RVGL_QUEUE_FLAG_GUILTY)
-    post_event(RVGL_EVENT_QUEUE_RESET, handle, RVGL_EVENT_RESET_GUILTY | vram, done);
-  else if (fresh & (RVGL_QUEUE_FLAG_INNOCENT | RVGL_QUEUE_FLAG_VRAM_LOST))
-    post_event(RVGL_EVENT_QUEUE_RESET, handle, RVGL_EVENT_RESET_INNOCENT | vram, done);
-  if (vram && !vram_lost_reported_.exchange(true))
-    post_event(RVGL_EVENT_DEVICE_RESET, RVGL_EVENT_QUEUE_NONE, RVGL_EVENT_RESET_VRAM_LOST, 0);
+  events_.post(type, queue, p0, p1);
+  events_.notify();
 }
 
 ContextStats ComputeContext::stats() const {

@@ -2,8 +2,9 @@
 //
 // It owns a private amdgpu device fd (its own GPU VM), decodes the guest's command stream through
 // one dispatch table, and keeps every guest-visible name (objects, resources, queues, VA ranges)
-// in per-context tables. The VMM calls it from one thread at a time; only the fence retirer runs
-// on a thread of its own (DESIGN.md D9).
+// in per-context tables. The VMM calls it from one thread at a time; the process's completion
+// engine (one thread for every context) and SPM workers call back into the fence, health and event
+// parts, whose owners docs/threads.md names (DESIGN.md D9).
 #pragma once
 
 #include <sys/uio.h>
@@ -32,7 +33,11 @@
 #include "memory/shared_page.h"
 #include "memory/userptr_import.h"
 #include "memory/va_space.h"
-#include "queue/fence_retirer.h"
+#include "queue/completion_engine.h"
+#include "queue/fence_delivery.h"
+#include "queue/kernel_bo_list.h"
+#include "queue/queue_health.h"
+#include "queue/queue_watch.h"
 #include "queue/kernel_queue.h"
 #include "queue/user_queue.h"
 #include "spm/spm_session.h"
@@ -76,7 +81,7 @@ class ComputeContext {
     const Config *config = nullptr;
     UniqueFd drm_fd;            // the VMM's choice (get_drm_fd); else config / first node
     bool async_fences = false;  // VMM set VIRGL_RENDERER_ASYNC_FENCE_CB
-    FenceRetirer::Callback on_fence;
+    FenceDelivery::Callback on_fence;
   };
 
   // The RVGL_FEATURE_* bits this build implements.
@@ -103,14 +108,18 @@ class ComputeContext {
   bool has_resource(uint32_t res_id) const { return resources_.count(res_id) != 0; }
   int export_resource(uint32_t res_id, BlobExport *out);
 
-  int create_fence(uint32_t ring_idx, uint64_t fence_id);
-  int poll_fd() const { return retirer_->poll_fd(); }
-  void poll() { retirer_->poll(); }
+  // mergeable: VIRGL_RENDERER_FENCE_FLAG_MERGEABLE was given.
+  int create_fence(uint32_t ring_idx, uint64_t fence_id, bool mergeable = false);
+  int poll_fd() const { return delivery_->poll_fd(); }
+  void poll() { delivery_->poll(); }
 
   const rvgl_capset &capset() const { return facts_.capset; }
   uint32_t ctx_id() const { return ctx_id_; }
   ContextStats stats() const;
-  const FenceRetirer &retirer() const { return *retirer_; }
+  const FenceDelivery &fences() const { return *delivery_; }
+  const QueueHealth &health() const { return *health_; }
+  const EventRing &events() const { return events_; }
+  uint64_t bo_list_updates() const { return bo_list_->updates(); }
   // The capture file, when RVGL_CAPTURE_DIR is set ("" otherwise).
   std::string capture_path() const { return capture_ ? capture_->path() : std::string(); }
 
@@ -120,9 +129,16 @@ class ComputeContext {
     std::shared_ptr<MemoryObject> object;  // null for the shared page
   };
   struct Queue {
-    std::shared_ptr<KernelQueue> kernel;  // shared with the retire thread's health checks
+    std::shared_ptr<KernelQueue> kernel;  // shared with its watch and the health owner
     std::unique_ptr<UserQueue> user;
     uint32_t ring_idx = 0;
+    std::unique_ptr<QueueWatch> watch;  // kernel queues: the completion engine's view of it
+    uint64_t watch_id = 0;
+  };
+  // A destroyed queue's watch, kept while fences still wait for its timeline.
+  struct DrainingWatch {
+    std::unique_ptr<QueueWatch> watch;
+    uint64_t id;
   };
   enum class RingUse : uint8_t { kFree, kQueue, kSpm };
 
@@ -156,11 +172,10 @@ class ComputeContext {
   int spm_check(uint32_t xcp) const;
   void release_spm(uint32_t xcp);
   uint64_t device_key() const;
-  // Looks at a kernel queue's health and posts an event for each condition seen for the first
-  // time (any thread: the retire thread when its work drains, the VMM's on QUEUE_STATE).
-  void check_queue(uint32_t handle, KernelQueue &q);
-  void on_queue_drained(uint32_t handle);
   void post_event(uint32_t type, uint32_t queue, uint64_t p0, uint64_t p1);
+  // Drops draining watches no fence waits for any more (VMM thread).
+  void collect_drained();
+  void unwatch_queue(Queue &q);
 
   uint32_t ctx_id_;
   const Config &config_;
@@ -180,14 +195,14 @@ class ComputeContext {
   HandleTable<Queue> queues_;
   std::array<RingUse, RVGL_RING_COUNT> rings_{};
   std::array<uint32_t, RVGL_RING_COUNT> ring_queue_{};
-  std::unique_ptr<FenceRetirer> retirer_;
-  std::unique_ptr<EventRing> events_;  // with the shared page
-  // Kernel queues the retire thread may look at, by handle (queues_ is the VMM thread's).
-  std::mutex health_mu_;
-  std::unordered_map<uint32_t, std::shared_ptr<KernelQueue>> health_queues_;
-  std::mutex fault_mu_;
-  rvgl_drm_amdgpu_info_gpuvm_fault last_fault_{};
-  std::atomic<bool> vram_lost_reported_{false};
+  std::unique_ptr<KernelBoList> bo_list_;
+  // Fence side, in destruction order (members die bottom-up): watches before what they refer to.
+  std::unique_ptr<FenceDelivery> delivery_;
+  EventRing events_;
+  std::unique_ptr<QueueHealth> health_;
+  std::shared_ptr<CompletionEngine> engine_;
+  uint64_t health_timer_ = 0;
+  std::vector<DrainingWatch> draining_;
   std::array<std::unique_ptr<SpmSession>, 1> spm_;  // per XCP of the context's node
   std::unique_ptr<CaptureWriter> capture_;          // RVGL_CAPTURE_DIR
   UserptrStrategy last_userptr_strategy_ = UserptrStrategy::kStitched;

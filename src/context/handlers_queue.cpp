@@ -47,12 +47,19 @@ int32_t ComputeContext::cmd_queue_create(const Request &req, Response &rsp) {
       return -EINVAL;
     if (int err = UserQueue::create(dev_, q, db->segments()[0].handle, &entry->user)) return err;
   }
-  std::shared_ptr<KernelQueue> kq = entry->kernel;
+  collect_drained();
+  Queue *raw = entry.get();
   const uint32_t handle = queues_.insert(std::move(entry));
   if (!handle) return -ENOSPC;
-  if (kq) {
-    std::lock_guard lk(health_mu_);
-    health_queues_[handle] = std::move(kq);
+  if (raw->kernel) {
+    // The engine watches the queue from now on; the health owner knows it before any work runs.
+    health_->add(handle, raw->kernel);
+    raw->watch = std::make_unique<QueueWatch>(raw->kernel, handle, *delivery_, *health_);
+    if (int err = engine_->add(*raw->kernel->timeline(), raw->watch.get(), &raw->watch_id)) {
+      health_->remove(handle);
+      queues_.remove(handle);
+      return err;
+    }
   }
   rings_[q.ring_idx] = RingUse::kQueue;
   ring_queue_[q.ring_idx] = handle;
@@ -64,12 +71,16 @@ int32_t ComputeContext::cmd_queue_destroy(const Request &req, Response &) {
   const auto &q = req.as<rvgl_req_queue_destroy>();
   std::shared_ptr<Queue> entry = queues_.remove(q.queue);
   if (!entry) return -ENOENT;
-  retirer_->unwatch(q.queue);
-  {
-    std::lock_guard lk(health_mu_);
-    health_queues_.erase(q.queue);
+  // Never looked at again: no health check, no event names it from here on.
+  health_->remove(q.queue);
+  if (entry->watch) {
+    // Fences already on the ring keep the queue's timeline watched until the GPU is done.
+    entry->watch->retire();
+    if (delivery_->references(entry->kernel->timeline().get()))
+      draining_.push_back({std::move(entry->watch), entry->watch_id});
+    else
+      unwatch_queue(*entry);
   }
-  // Fences already on the ring keep the queue's timeline alive and retire when the GPU is done.
   rings_[entry->ring_idx] = RingUse::kFree;
   ring_queue_[entry->ring_idx] = 0;
   return 0;
@@ -106,10 +117,15 @@ int32_t ComputeContext::cmd_submit(const Request &req, Response &rsp) {
     if (!other->kernel || w.pad || w.seq > other->kernel->last_submitted()) return -EINVAL;
     if (w.seq) waits.push_back({other->kernel->timeline()->handle(), w.seq});
   }
+  uint32_t bo_list;
+  if (int err = bo_list_->sync(resident_, &bo_list)) return err;
   uint64_t seq;
-  if (int err = entry->kernel->submit(ibs, waits, resident_.entries(), &seq)) return err;
-  // Look at the queue's health when this work drains, fence or no fence.
-  retirer_->watch(q.queue, entry->kernel->timeline(), seq);
+  if (int err = entry->kernel->submit(ibs, waits, bo_list, &seq)) {
+    // The kernel refused the queue (guilty context, device gone): the health owner classifies.
+    if (err == -ECANCELED || err == -ENODEV) health_->refused(q.queue);
+    return err;
+  }
+  // Nothing else: the engine's watch on this queue already covers the new point.
   rsp.as<rvgl_rsp_submit>().seq = seq;
   return 0;
 }
@@ -120,8 +136,7 @@ int32_t ComputeContext::cmd_queue_state(const Request &req, Response &rsp) {
   if (!entry) return -ENOENT;
   auto &r = rsp.as<rvgl_rsp_queue_state>();
   if (entry->kernel) {
-    check_queue(q.queue, *entry->kernel);
-    entry->kernel->fill_state(&r);
+    entry->kernel->fill_state(&r);  // what the health owner published; never classified here
   } else {
     r.state = RVGL_QUEUE_STATE_OK;  // the guest tracks its own ring
   }

@@ -51,9 +51,9 @@ int32_t ComputeContext::cmd_spm_acquire(const Request &req, Response &) {
       shmem_->view().write_response(rsp_off,
                                     {reinterpret_cast<const uint8_t *>(&rsp), sizeof(rsp)});
   };
-  FenceRetirer *retirer = retirer_.get();
+  FenceDelivery *delivery = delivery_.get();
   int err = SpmSession::create(
-      dev_, q.xcp, q.ring_idx, done, [retirer] { retirer->kick(); }, &spm_[q.xcp]);
+      dev_, q.xcp, q.ring_idx, done, [delivery] { delivery->progress(); }, &spm_[q.xcp]);
   if (err) {
     SpmArbiter::instance().release(key, q.xcp, ctx_id_);
     return err;

@@ -1,44 +1,56 @@
 // Writes event records into the shared page's ring (DESIGN.md D7) without ever blocking: a full
-// ring drops the record and counts it in event_overflow. Posting may happen on any of the
-// context's threads (retire thread, SPM worker, the VMM's); records are serialised here.
+// ring drops the record and counts it in event_overflow. The ring exists from the context's
+// creation; the shared page is attached when the guest creates it (records posted before that
+// have nowhere to go and are counted in dropped_unattached()).
+//
+// Threads: post() on any thread (the health owner on the completion engine's thread, an SPM
+// worker, the VMM's); mu_ owns the view, the write index and the counters. notify() tells fence
+// delivery that the record count moved; it is separate so a poster may post under its own lock
+// and notify after releasing it.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
-#include <memory>
 #include <mutex>
 
 #include "context/shmem_view.h"
-#include "queue/sync_timeline.h"
+#include "queue/fence_source.h"
 #include "rocm_virgl_protocol.h"
 
 namespace rvgl {
 
-class EventRing {
+class EventRing final : public FenceSource {
  public:
-  // timeline: point n is signalled once record n is written; kick wakes the fence retirer.
-  EventRing(ShmemView view, std::shared_ptr<SyncTimeline> timeline, std::function<void()> kick)
-      : view_(view), timeline_(std::move(timeline)), kick_(std::move(kick)) {}
+  explicit EventRing(std::function<void()> notify) : notify_(std::move(notify)) {}
 
-  // false when the record was dropped because the guest has not consumed the ring.
+  void attach(ShmemView view);
+  bool attached() const;
+
+  // false when the record was dropped (ring full, or no shared page yet).
   bool post(uint32_t type, uint32_t queue, uint64_t payload0, uint64_t payload1);
+  void notify() const {
+    if (notify_) notify_();
+  }
 
   uint32_t written() const;
-  // Records written so far as a timeline point (does not wrap).
-  uint64_t points() const;
+  // Records written so far as a point (does not wrap): the events ring's fence source.
+  uint64_t points() const { return points_.load(std::memory_order_acquire); }
+  uint64_t reached() const override { return points(); }
   uint32_t overflows() const;
+  uint32_t dropped_unattached() const;
   // The guest has records it has not consumed (its event_rptr is behind).
   bool unread() const;
-  const std::shared_ptr<SyncTimeline> &timeline() const { return timeline_; }
 
  private:
-  ShmemView view_;
-  std::shared_ptr<SyncTimeline> timeline_;
-  std::function<void()> kick_;
+  std::function<void()> notify_;
   mutable std::mutex mu_;
+  ShmemView view_;
+  bool attached_ = false;
   uint32_t wptr_ = 0;
   uint32_t overflow_ = 0;
-  uint64_t points_ = 0;
+  uint32_t unattached_ = 0;
+  std::atomic<uint64_t> points_{0};
 };
 
 }  // namespace rvgl

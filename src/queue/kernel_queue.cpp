@@ -59,79 +59,78 @@ KernelQueue::~KernelQueue() {
 }
 
 int KernelQueue::submit(std::span<const rvgl_ib> ibs, std::span<const TimelinePoint> waits,
-                        std::span<const drm_amdgpu_bo_list_entry> bos, uint64_t *seq) {
-  if (lost()) return -ECANCELED;
+                        uint32_t bo_list, uint64_t *seq) {
+  if (status().lost) return -ECANCELED;
   const uint32_t ip = hw_ip();
-  std::vector<drm_amdgpu_cs_chunk_ib> ib_data(ibs.size());
+  // One CS, built on the stack for the common shape (a few IBs and waits).
+  constexpr size_t kInline = 8;
+  drm_amdgpu_cs_chunk_ib ib_inline[kInline];
+  drm_amdgpu_cs_chunk_syncobj wait_inline[kInline];
+  std::vector<drm_amdgpu_cs_chunk_ib> ib_heap;
+  std::vector<drm_amdgpu_cs_chunk_syncobj> wait_heap;
+  drm_amdgpu_cs_chunk_ib *ib_data = ib_inline;
+  drm_amdgpu_cs_chunk_syncobj *wait_data = wait_inline;
+  if (ibs.size() > kInline) ib_data = (ib_heap.resize(ibs.size()), ib_heap.data());
+  if (waits.size() > kInline) wait_data = (wait_heap.resize(waits.size()), wait_heap.data());
   for (size_t i = 0; i < ibs.size(); ++i) {
     ib_data[i] = {};
     ib_data[i].va_start = ibs[i].va;
     ib_data[i].ib_bytes = ibs[i].size;
     ib_data[i].ip_type = ip;
   }
-  std::vector<drm_amdgpu_cs_chunk_syncobj> wait_data(waits.size());
   for (size_t i = 0; i < waits.size(); ++i)
     wait_data[i] = {waits[i].syncobj, DRM_SYNCOBJ_WAIT_FLAGS_WAIT_FOR_SUBMIT, waits[i].point};
-  const uint64_t next = last_seq_ + 1;
+  const uint64_t next = last_seq_.load(std::memory_order_relaxed) + 1;
+  // The timeline point is what the completion engine waits on from its own DRM file (a CS
+  // sequence number can only be waited on through the submitting file).
   drm_amdgpu_cs_chunk_syncobj signal{timeline_->handle(), 0, next};
-  drm_amdgpu_bo_list_in bo_list{};
-  bo_list.bo_number = static_cast<uint32_t>(bos.size());
-  bo_list.bo_info_size = sizeof(drm_amdgpu_bo_list_entry);
-  bo_list.bo_info_ptr = reinterpret_cast<uintptr_t>(bos.data());
 
-  std::vector<drm_amdgpu_cs_chunk> chunks;
-  chunks.reserve(ibs.size() + 3);
-  for (const auto &ib : ib_data)
-    chunks.push_back(chunk(AMDGPU_CHUNK_ID_IB, &ib, 1));
-  if (!bos.empty()) chunks.push_back(chunk(AMDGPU_CHUNK_ID_BO_HANDLES, &bo_list, 1));
-  if (!wait_data.empty())
-    chunks.push_back(
-        chunk(AMDGPU_CHUNK_ID_SYNCOBJ_TIMELINE_WAIT, wait_data.data(), wait_data.size()));
-  chunks.push_back(chunk(AMDGPU_CHUNK_ID_SYNCOBJ_TIMELINE_SIGNAL, &signal, 1));
+  drm_amdgpu_cs_chunk chunks[16];
+  if (ibs.size() + 2 > std::size(chunks)) return -EINVAL;
+  size_t n = 0;
+  for (size_t i = 0; i < ibs.size(); ++i)
+    chunks[n++] = chunk(AMDGPU_CHUNK_ID_IB, &ib_data[i], 1);
+  if (!waits.empty())
+    chunks[n++] = chunk(AMDGPU_CHUNK_ID_SYNCOBJ_TIMELINE_WAIT, wait_data, waits.size());
+  chunks[n++] = chunk(AMDGPU_CHUNK_ID_SYNCOBJ_TIMELINE_SIGNAL, &signal, 1);
 
   uint64_t handle;
-  int err = dev_->cs_submit(ctx_id_, chunks, &handle);
-  if (err) {
-    if (err == -ECANCELED || err == -ENODEV) merge(0, true, err);
-    return err;
-  }
-  last_seq_.store(next, std::memory_order_release);
-  last_handle_.store(handle, std::memory_order_release);
+  if (int err = dev_->cs_submit(ctx_id_, bo_list, {chunks, n}, &handle)) return err;
   {
-    std::lock_guard lk(mu_);
+    std::lock_guard lk(recent_mu_);
     recent_.emplace_back(next, handle);
     if (recent_.size() > kRecent) recent_.pop_front();
   }
+  last_seq_.store(next, std::memory_order_release);
   *seq = next;
   return 0;
 }
 
-KernelQueue::Observation KernelQueue::observe() const {
-  Observation o;
-  dev_->ctx_query_state2(ctx_id_, &o.ctx_flags);
-  if (const uint64_t h = last_handle_.load(std::memory_order_acquire)) {
-    // The job's own error (a VM fault, a timeout, a cancellation) when it failed.
-    const int r = dev_->wait_cs(ctx_id_, hw_ip(), 0, h, 0);
-    if (is_job_error(r)) o.job_error = r;
-  }
-  return o;
+uint64_t KernelQueue::ctx_flags() const {
+  uint64_t flags = 0;
+  dev_->ctx_query_state2(ctx_id_, &flags);
+  return flags;
 }
 
-uint32_t KernelQueue::merge(uint32_t flags, bool lost, int error) {
-  std::lock_guard lk(mu_);
-  const uint32_t fresh = flags & ~flags_;
-  flags_ |= flags;
-  if (lost && !lost_) {
-    lost_ = true;
-    first_error_ = error ? error : -ECANCELED;
+int KernelQueue::job_error(uint64_t seq) const {
+  uint64_t handle = 0;
+  {
+    std::lock_guard lk(recent_mu_);
+    for (auto it = recent_.rbegin(); it != recent_.rend(); ++it)
+      if (it->first <= seq) {
+        handle = it->second;
+        break;
+      }
   }
-  return fresh;
+  if (!handle) return 0;
+  const int r = dev_->wait_cs(ctx_id_, hw_ip(), 0, handle, 0);
+  return is_job_error(r) ? r : 0;
 }
 
 uint64_t KernelQueue::first_failed_seq() const {
   std::deque<std::pair<uint64_t, uint64_t>> recent;
   {
-    std::lock_guard lk(mu_);
+    std::lock_guard lk(recent_mu_);
     recent = recent_;
   }
   for (const auto &[seq, handle] : recent) {
@@ -140,18 +139,24 @@ uint64_t KernelQueue::first_failed_seq() const {
   return 0;
 }
 
-bool KernelQueue::lost() const {
-  std::lock_guard lk(mu_);
-  return lost_;
+KernelQueue::Status KernelQueue::status() const {
+  std::lock_guard lk(status_mu_);
+  return status_;
+}
+
+void KernelQueue::publish(const Status &s) {
+  std::lock_guard lk(status_mu_);
+  status_ = s;
 }
 
 void KernelQueue::fill_state(rvgl_rsp_queue_state *rsp) const {
-  std::lock_guard lk(mu_);
-  rsp->state = lost_ ? RVGL_QUEUE_STATE_LOST : RVGL_QUEUE_STATE_OK;
-  rsp->flags = flags_;
-  rsp->error = first_error_;
-  rsp->last_submitted_seq = last_seq_.load(std::memory_order_acquire);
-  rsp->last_completed_seq = timeline_->value();
+  const Status s = status();
+  rsp->state = s.lost ? RVGL_QUEUE_STATE_LOST : RVGL_QUEUE_STATE_OK;
+  rsp->flags = s.flags;
+  rsp->error = s.error;
+  rsp->last_submitted_seq = last_submitted();
+  // What the completion engine has seen: no ioctl on the VMM's thread.
+  rsp->last_completed_seq = timeline_->known_reached();
 }
 
 }  // namespace rvgl

@@ -1,15 +1,19 @@
 // A kernel-scheduled queue: one amdgpu context submitting to one hardware IP. Submission n
 // signals point n of the queue's timeline, which is both the guest-visible seq and what ring
 // fences and other queues' waits refer to.
+//
+// Threads: submit() on the VMM's thread only. The health fields are written by the context's
+// QueueHealth (on the completion engine's thread) and read by QUEUE_STATE on the VMM's thread,
+// under status_mu_.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
 #include <deque>
-#include <mutex>
-#include <utility>
 #include <memory>
+#include <mutex>
 #include <span>
+#include <utility>
 
 #include "amdgpu/amdgpu_device.h"
 #include "queue/sync_timeline.h"
@@ -29,33 +33,35 @@ class KernelQueue {
                     std::unique_ptr<KernelQueue> *out);
   ~KernelQueue();
 
-  // One CS ioctl: the IBs, waits on other timelines, the resident BO list, and the signal of the
-  // next timeline point. On success *seq is that point.
-  int submit(std::span<const rvgl_ib> ibs, std::span<const TimelinePoint> waits,
-             std::span<const drm_amdgpu_bo_list_entry> bos, uint64_t *seq);
+  // One CS ioctl: the IBs, waits on other timelines, and the signal of the next timeline point;
+  // the resident set comes from the kernel-held BO list `bo_list` (0: none). On success *seq is
+  // that point.
+  int submit(std::span<const rvgl_ib> ibs, std::span<const TimelinePoint> waits, uint32_t bo_list,
+             uint64_t *seq);
 
   const std::shared_ptr<SyncTimeline> &timeline() const { return timeline_; }
   uint64_t last_submitted() const { return last_seq_.load(std::memory_order_acquire); }
-  uint64_t last_completed() const { return timeline_->value(); }
   uint32_t ip() const { return ip_; }
 
-  // What the kernel says about this queue now (any thread).
-  struct Observation {
-    uint64_t ctx_flags = 0;  // AMDGPU_CTX_QUERY2_FLAGS_*
-    int job_error = 0;       // error of the last submission, if it failed
-  };
-  Observation observe() const;
-
-  // Records flags (RVGL_QUEUE_FLAG_*) and whether the queue is lost; returns the flags seen for
-  // the first time, so each condition is reported once (any thread).
-  uint32_t merge(uint32_t flags, bool lost, int error);
-
-  // The first recent submission whose job failed, 0 if none is known (any thread).
+  // ---- what the kernel says (the health owner's observation; any thread, ioctls) ----
+  // AMDGPU_CTX_QUERY2_FLAGS_* of the queue's kernel context.
+  uint64_t ctx_flags() const;
+  // The error of the newest submission at or below `seq` whose kernel fence is known, 0 if it
+  // completed without one (or is not known).
+  int job_error(uint64_t seq) const;
+  // The first recent submission whose job failed, 0 if none is known.
   uint64_t first_failed_seq() const;
 
-  // Fills state/flags/error/seqs of a QUEUE_STATE response (any thread).
+  // ---- published health (written by QueueHealth only) ----
+  struct Status {
+    bool lost = false;
+    int error = 0;
+    uint32_t flags = 0;  // RVGL_QUEUE_FLAG_*
+  };
+  Status status() const;
+  void publish(const Status &s);
+  // Fills state/flags/error/seqs of a QUEUE_STATE response from what was published.
   void fill_state(rvgl_rsp_queue_state *rsp) const;
-  bool lost() const;
 
  private:
   KernelQueue(std::shared_ptr<AmdgpuDevice> dev, uint32_t ip) : dev_(std::move(dev)), ip_(ip) {}
@@ -66,15 +72,15 @@ class KernelQueue {
   uint32_t ctx_id_ = 0;
   bool has_ctx_ = false;
   std::shared_ptr<SyncTimeline> timeline_;
-  std::atomic<uint64_t> last_seq_{0};     // written by the VMM thread only
-  std::atomic<uint64_t> last_handle_{0};  // kernel fence of the last submission
-  mutable std::mutex mu_;                 // health, shared with the retire thread
-  bool lost_ = false;
-  int first_error_ = 0;
-  uint32_t flags_ = 0;
+  std::atomic<uint64_t> last_seq_{0};  // written by the VMM thread only
+
+  mutable std::mutex recent_mu_;  // recent_: written on submit, read by the health owner
   // Kernel fences of recent submissions, to tell which one failed.
   static constexpr size_t kRecent = 256;
   std::deque<std::pair<uint64_t, uint64_t>> recent_;  // (seq, kernel handle)
+
+  mutable std::mutex status_mu_;
+  Status status_;
 };
 
 }  // namespace rvgl

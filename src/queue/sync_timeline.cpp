@@ -16,7 +16,10 @@ SyncTimeline::~SyncTimeline() {
 int SyncTimeline::signal(uint64_t point) {
   int r = 0;
   for (int attempt = 0; attempt < 3; ++attempt)
-    if ((r = dev_->syncobj_timeline_signal(handle_, point)) == 0) return 0;
+    if ((r = dev_->syncobj_timeline_signal(handle_, point)) == 0) {
+      note_reached(point);
+      return 0;
+    }
   return r;
 }
 

@@ -8,10 +8,11 @@
 #include <memory>
 
 #include "amdgpu/amdgpu_device.h"
+#include "queue/fence_source.h"
 
 namespace rvgl {
 
-class SyncTimeline {
+class SyncTimeline final : public FenceSource {
  public:
   static std::shared_ptr<SyncTimeline> create(std::shared_ptr<AmdgpuDevice> dev, int *err);
   ~SyncTimeline();
@@ -25,8 +26,11 @@ class SyncTimeline {
   // has seen. Lets the retire thread go from one wait to the next without a query ioctl between.
   uint64_t known_reached() const { return known_.load(std::memory_order_acquire); }
   void note_reached(uint64_t point) const;
-  // Host-side signal; retried, since a lost signal would leave a waiter asleep.
+  uint64_t reached() const override { return known_reached(); }
+  // Host-side signal; retried, since a lost signal would leave a waiter asleep. A point the host
+  // signalled is known reached at once.
   int signal(uint64_t point);
+  const std::shared_ptr<AmdgpuDevice> &device() const { return dev_; }
 
  private:
   SyncTimeline(std::shared_ptr<AmdgpuDevice> dev, uint32_t h) : dev_(std::move(dev)), handle_(h) {}

@@ -29,7 +29,7 @@ class SpmSession {
   // Called on the worker when a SET_DEST finished: the response to write (header included);
   // rsp_off is RVGL_RSP_NONE when the guest asked for none.
   using Completion = std::function<void(uint32_t rsp_off, const rvgl_rsp_spm_set_dest &rsp)>;
-  using Signal = std::function<void()>;  // a ring point was signalled: wake the fence retirer
+  using Signal = std::function<void()>;  // a ring point was signalled: fence delivery looks again
 
   // Acquires the kernel's SPM on dev (the caller already holds the arbiter).
   static int create(std::shared_ptr<AmdgpuDevice> dev, uint32_t xcp, uint32_t ring_idx,

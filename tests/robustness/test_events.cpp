@@ -2,6 +2,9 @@
 #include <catch2/catch.hpp>
 
 #include <cerrno>
+#include <chrono>
+#include <functional>
+#include <thread>
 
 #include "robustness/robust_support.h"
 
@@ -143,26 +146,103 @@ TEST_CASE("a GPU reset with VRAM lost reaches innocent queues and the device", "
   CHECK(g.h.queue_state(g.compute).state == RVGL_QUEUE_STATE_LOST);
 }
 
-TEST_CASE("the event ring overflows without blocking and counts what it dropped",
-          "[robust][events]") {
-  Guest g(5);
-  // Faults from many queues, none consumed: at most 128 records, the rest counted.
-  const auto *hdr = reinterpret_cast<const rvgl_shmem_header *>(g.h.shmem());
-  for (uint32_t i = 0; i < 80; ++i) {  // two records each (fault, reset): 160 > 128
+namespace {
+
+struct EventCounts {
+  uint32_t vm_fault = 0, reset_guilty = 0, reset_other = 0, hang = 0, other = 0;
+};
+
+EventCounts count(const std::vector<rvgl_event> &ev) {
+  EventCounts c;
+  for (const auto &e : ev) {
+    switch (e.type) {
+      case RVGL_EVENT_VM_FAULT:
+        ++c.vm_fault;
+        break;
+      case RVGL_EVENT_QUEUE_RESET:
+        ++((e.payload[0] & RVGL_EVENT_RESET_GUILTY) ? c.reset_guilty : c.reset_other);
+        break;
+      case RVGL_EVENT_QUEUE_HANG:
+        ++c.hang;
+        break;
+      default:
+        ++c.other;
+    }
+  }
+  return c;
+}
+
+// Polls finer than wait_for(): the scenario below waits 80 times per run.
+bool until(const std::function<bool()> &cond) {
+  const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (!cond()) {
+    if (std::chrono::steady_clock::now() > end) return false;
+    std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }
+  return true;
+}
+
+constexpr uint32_t kFaultingQueues = 80;  // two records each (fault, reset): 160 > 128 entries
+constexpr int kRuns = 200;
+
+// One run: kFaultingQueues queues of one context fault once each, one after the other; each is
+// destroyed as soon as QUEUE_STATE says it is lost. drain: the guest consumes the ring after each
+// queue (then nothing may overflow); else it never reads it.
+void fault_queues(Guest &g, bool drain, std::vector<rvgl_event> *seen) {
+  for (uint32_t i = 0; i < kFaultingQueues; ++i) {
     int32_t r;
     const uint32_t q = g.h.queue_create(RVGL_IP_COMPUTE, 10, &r);
     REQUIRE(r == 0);
     REQUIRE(g.write(g.va + (1ull << 31) + i * 0x10000, 1, q) == 0);
-    REQUIRE(wait_for([&] { return g.h.queue_state(q).state == RVGL_QUEUE_STATE_LOST; }));
+    REQUIRE(until([&] { return g.h.queue_state(q).state == RVGL_QUEUE_STATE_LOST; }));
+    // Lost is published after its records: they are in the ring now.
+    if (drain) {
+      auto more = read_events(g.h);
+      seen->insert(seen->end(), more.begin(), more.end());
+    }
     REQUIRE(g.h.queue_destroy(q) == 0);
   }
-  REQUIRE(wait_for([&] { return hdr->event_wptr + hdr->event_overflow >= 160; }));
-  CHECK(hdr->event_wptr == RVGL_EVENT_RING_ENTRIES);
-  CHECK(hdr->event_overflow > 0);
-  auto ev = read_events(g.h);
-  CHECK(ev.size() == RVGL_EVENT_RING_ENTRIES);
-  for (size_t i = 0; i < ev.size(); ++i)
-    CHECK(ev[i].seq == i + 1);
+}
+
+}  // namespace
+
+TEST_CASE("each of 80 faulting queues gives exactly one VM_FAULT and one guilty reset, 200 times",
+          "[robust][events]") {
+  ScopedKnob stop("RVGL_EMU_VM_FAULT_STOP", "2", "0");  // the fault fails its job (see emu/README)
+  for (int run = 0; run < kRuns; ++run) {
+    INFO("run " << run);
+    Guest g(100 + run);
+    std::vector<rvgl_event> ev;
+    fault_queues(g, /*drain=*/true, &ev);
+    const auto *hdr = reinterpret_cast<const rvgl_shmem_header *>(g.h.shmem());
+    const EventCounts c = count(ev);
+    REQUIRE(c.vm_fault == kFaultingQueues);
+    REQUIRE(c.reset_guilty == kFaultingQueues);
+    REQUIRE(c.hang == 0);
+    REQUIRE(c.reset_other == 0);
+    REQUIRE(c.other == 0);
+    REQUIRE(hdr->event_overflow == 0);
+    REQUIRE(hdr->event_wptr == 2 * kFaultingQueues);
+    for (size_t i = 0; i < ev.size(); ++i)
+      REQUIRE(ev[i].seq == i + 1);
+  }
+}
+
+TEST_CASE("the event ring overflows without blocking and counts exactly what it dropped",
+          "[robust][events]") {
+  ScopedKnob stop("RVGL_EMU_VM_FAULT_STOP", "2", "0");
+  for (int run = 0; run < kRuns; ++run) {
+    INFO("run " << run);
+    Guest g(1000 + run);
+    fault_queues(g, /*drain=*/false, nullptr);
+    const auto *hdr = reinterpret_cast<const rvgl_shmem_header *>(g.h.shmem());
+    REQUIRE(hdr->event_wptr == RVGL_EVENT_RING_ENTRIES);
+    REQUIRE(hdr->event_overflow == 2 * kFaultingQueues - RVGL_EVENT_RING_ENTRIES);
+    auto ev = read_events(g.h);
+    REQUIRE(ev.size() == RVGL_EVENT_RING_ENTRIES);
+    for (size_t i = 0; i < ev.size(); ++i)
+      REQUIRE(ev[i].seq == i + 1);
+  }
 }
 
 TEST_CASE("a fence on the events ring retires when a record arrives", "[robust][events]") {

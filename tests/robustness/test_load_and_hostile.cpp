@@ -8,7 +8,10 @@
 #include <cstdlib>
 #include <memory>
 #include <mutex>
+#include <map>
 #include <random>
+#include <set>
+#include <string>
 #include <thread>
 
 #include "robustness/robust_support.h"
@@ -38,6 +41,11 @@ struct LoadGuest {
   uint64_t va = 0;
   uint64_t next_fence = 1;
   uint64_t fences_created = 0;
+  struct Made {
+    uint32_t ring;
+    uint64_t point;  // the submission's seq on its queue
+  };
+  std::map<uint64_t, Made> made;  // fence id -> what it waits for
 
   void start(uint32_t ctx_id, uint32_t nqueues) {
     h = std::make_unique<ContextHarness>(test_config(), (ctx_id & 1) != 0, ctx_id);
@@ -54,12 +62,39 @@ struct LoadGuest {
       LOCKED_REQUIRE(r == 0);
     }
   }
+  // Checks what was delivered: each fence exactly once, only fences that were made, in order per
+  // ring. Returns how many.
+  uint64_t delivered_checked() {
+    const auto log = h->fences().snapshot();
+    std::set<uint64_t> seen;
+    std::map<uint32_t, uint64_t> last_on_ring;
+    for (const auto &f : log) {
+      LOCKED_REQUIRE(made.count(f.id) == 1);
+      LOCKED_REQUIRE(made[f.id].ring == f.ring);
+      LOCKED_REQUIRE(seen.insert(f.id).second);
+      LOCKED_REQUIRE(last_on_ring[f.ring] < f.id);  // ids grow along each ring
+      last_on_ring[f.ring] = f.id;
+    }
+    return log.size();
+  }
+  // The first fence made and never delivered, as "ctx C ring R fence F point P".
+  std::string first_missing() {
+    std::set<uint64_t> seen;
+    for (const auto &f : h->fences().snapshot())
+      seen.insert(f.id);
+    for (const auto &[id, m] : made)
+      if (!seen.count(id))
+        return "ctx " + std::to_string(h->ctx().ctx_id()) + " ring " + std::to_string(m.ring) +
+               " fence " + std::to_string(id) + " point " + std::to_string(m.point);
+    return "";
+  }
   // Returns the number of fences that retired before the context went away.
   uint64_t stop() {
-    uint64_t retired = h->fences().snapshot().size();
+    const uint64_t retired = delivered_checked();
     h.reset();
     data = {};
     ib = {};
+    made.clear();
     return retired;
   }
   void step(std::mt19937 &rng) {
@@ -73,10 +108,11 @@ struct LoadGuest {
       pk::pm4_write_data(dw, slot, {static_cast<uint32_t>(rng())});
     }
     int32_t r;
-    h->submit(queues[qi],
-              {ContextHarness::write_ib(ib, va + (1 << 24), dw, (qi * 4 + rng() % 4) * 1024)}, {},
-              &r);
+    const uint64_t seq = h->submit(
+        queues[qi], {ContextHarness::write_ib(ib, va + (1 << 24), dw, (qi * 4 + rng() % 4) * 1024)},
+        {}, &r);
     LOCKED_REQUIRE(r == 0);
+    made[next_fence] = {1 + qi, seq};
     LOCKED_REQUIRE(h->fence(1 + qi, next_fence++) == 0);
     ++fences_created;
   }
@@ -118,7 +154,7 @@ TEST_CASE("load: 32 contexts x 4 queues, concurrent submits, random destroys", "
           for (auto &x : guests)
             if (!(x.h->ctx().ctx_id() & 1)) x.h->ctx().poll();
       }
-      // Drain: every remaining fence must retire.
+      // Drain: every remaining fence must retire, each exactly once, within the deadline.
       for (auto &g : guests) {
         const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
         while (g.h->fences().snapshot().size() < g.fences_created &&
@@ -126,8 +162,17 @@ TEST_CASE("load: 32 contexts x 4 queues, concurrent submits, random destroys", "
           if (!(g.h->ctx().ctx_id() & 1)) g.h->ctx().poll();
           std::this_thread::sleep_for(std::chrono::milliseconds(1));
         }
-        created += g.fences_created;
-        retired += g.stop();
+        {
+          const std::string missing = g.first_missing();
+          std::lock_guard assert_lock(g_assert_mu);
+          INFO("not retired within 10 s: " << missing);
+          REQUIRE(missing.empty());
+        }
+        const uint64_t made_here = g.fences_created;
+        const uint64_t done = g.stop();
+        LOCKED_REQUIRE(done == made_here);  // per context: retired == created
+        created += made_here;
+        retired += done;
       }
     });
   }

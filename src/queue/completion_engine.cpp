@@ -1,0 +1,193 @@
+#include "queue/completion_engine.h"
+
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <ctime>
+#include <system_error>
+#include <vector>
+
+namespace rvgl {
+
+namespace {
+
+// Only a safety net: every wakeup that matters comes from a signalled point or a rearm().
+constexpr int64_t kSafetyNetNs = 250'000'000;
+
+int64_t now_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
+}
+
+std::mutex g_engine_mu;
+std::weak_ptr<CompletionEngine> g_engine;
+std::atomic<int> g_threads{0};
+
+}  // namespace
+
+std::shared_ptr<CompletionEngine> CompletionEngine::acquire(const AmdgpuDevice &dev, int *err) {
+  std::lock_guard lk(g_engine_mu);
+  if (auto e = g_engine.lock()) {
+    *err = 0;
+    return e;
+  }
+  auto own = dev.reopen(err);
+  if (!own) return nullptr;
+  std::shared_ptr<CompletionEngine> e(new CompletionEngine(std::move(own)));
+  if ((*err = e->start())) return nullptr;
+  g_engine = e;
+  return e;
+}
+
+int CompletionEngine::start() {
+  int err;
+  wake_ = SyncTimeline::create(dev_, &err);
+  if (!wake_) return err;
+  try {
+    thread_ = std::thread([this] { run(); });
+  } catch (const std::system_error &e) {
+    // Thread exhaustion is an error code for the caller, never an exception through the C API.
+    return e.code().value() ? -e.code().value() : -EAGAIN;
+  } catch (...) {
+    return -ENOMEM;
+  }
+  thread_id_ = thread_.get_id();
+  g_threads.fetch_add(1, std::memory_order_relaxed);
+  return 0;
+}
+
+CompletionEngine::~CompletionEngine() {
+  if (!thread_.joinable()) return;
+  {
+    std::lock_guard lk(mu_);
+    stop_ = true;
+  }
+  rearm();
+  thread_.join();
+  g_threads.fetch_sub(1, std::memory_order_relaxed);
+  for (auto &[id, e] : entries_)
+    if (e.handle) dev_->syncobj_destroy(e.handle);
+}
+
+int CompletionEngine::threads_running() {
+  return g_threads.load(std::memory_order_relaxed);
+}
+
+int CompletionEngine::insert(uint32_t handle, Watch *w, uint64_t *id) {
+  {
+    std::lock_guard lk(mu_);
+    *id = next_id_++;
+    entries_[*id] = Entry{handle, w};
+  }
+  // The thread waits on the old set: it must take the new watch (or deadline) into its wait.
+  rearm();
+  return 0;
+}
+
+int CompletionEngine::add(const SyncTimeline &timeline, Watch *w, uint64_t *id) {
+  UniqueFd fd;
+  if (int err = timeline.device()->syncobj_export(timeline.handle(), &fd)) return err;
+  uint32_t handle = 0;
+  if (int err = dev_->syncobj_import(fd.get(), &handle)) return err;
+  return insert(handle, w, id);
+}
+
+int CompletionEngine::add_timer(Watch *w, uint64_t *id) {
+  return insert(0, w, id);
+}
+
+void CompletionEngine::remove(uint64_t id) {
+  uint32_t handle = 0;
+  {
+    std::lock_guard lk(mu_);
+    auto it = entries_.find(id);
+    if (it == entries_.end()) return;
+    handle = it->second.handle;
+    entries_.erase(it);
+  }
+  // A call into the watch may be under way on the engine thread; wait it out (unless this is that
+  // call, removing its own watch).
+  if (std::this_thread::get_id() != thread_id_) std::lock_guard wait_out(calls_mu_);
+  if (handle) {
+    rearm();  // the wait in progress still names the handle: let the thread drop it
+    dev_->syncobj_destroy(handle);
+  }
+}
+
+void CompletionEngine::rearm() {
+  uint64_t point;
+  {
+    std::lock_guard lk(mu_);
+    point = ++wake_point_;
+  }
+  wake_->signal(point);
+}
+
+size_t CompletionEngine::watch_count() const {
+  std::lock_guard lk(mu_);
+  return entries_.size();
+}
+
+uint64_t CompletionEngine::wakeups() const {
+  std::lock_guard lk(mu_);
+  return wakeups_;
+}
+
+void CompletionEngine::run() {
+  std::vector<uint32_t> handles;
+  std::vector<uint64_t> points;
+  std::vector<uint64_t> ids;
+  std::vector<std::pair<uint64_t, Watch *>> due;
+  for (;;) {
+    handles.clear();
+    points.clear();
+    ids.clear();
+    int64_t deadline = now_ns() + kSafetyNetNs;
+    {
+      std::lock_guard lk(mu_);
+      if (stop_) return;
+      for (auto &[id, e] : entries_) {
+        if (const int64_t d = e.watch->deadline_ns(); d && d < deadline) deadline = d;
+        if (!e.handle) continue;
+        if (const uint64_t p = e.watch->arm_point()) {
+          handles.push_back(e.handle);
+          points.push_back(p);
+          ids.push_back(id);
+        }
+      }
+      // Last, so that a signalled watch is reported before a rearm (first_signaled is the lowest
+      // index that is signalled).
+      handles.push_back(wake_->handle());
+      points.push_back(wake_point_ + 1);
+      ids.push_back(0);
+    }
+    uint32_t first = UINT32_MAX;
+    const int r = dev_->syncobj_timeline_wait(handles, points, deadline,
+                                              DRM_SYNCOBJ_WAIT_FLAGS_WAIT_FOR_SUBMIT, &first);
+    const int64_t now = now_ns();
+    std::lock_guard calls(calls_mu_);
+    Watch *hit = nullptr;
+    due.clear();
+    {
+      std::lock_guard lk(mu_);
+      ++wakeups_;
+      if (r == 0 && first < ids.size() && ids[first]) {
+        auto it = entries_.find(ids[first]);
+        if (it != entries_.end()) hit = it->second.watch;
+      }
+      for (auto &[id, e] : entries_) {
+        const int64_t d = e.watch->deadline_ns();
+        if (d && d <= now) due.emplace_back(id, e.watch);
+      }
+    }
+    // Watches are only removed after calls_mu_ is released, so these pointers stay valid.
+    if (hit) hit->reached(points[first]);
+    for (auto &[id, w] : due)
+      w->tick(now);
+    if (r && r != -ETIME) usleep(1000);  // never spin on a broken device
+  }
+}
+
+}  // namespace rvgl

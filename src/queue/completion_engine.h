@@ -1,0 +1,93 @@
+// The process's one completion thread (DESIGN.md D9, docs/threads.md). It sleeps in a single
+// syncobj wait over every watched GPU timeline of every context, whatever the number of contexts:
+// each context's timelines live in that context's own DRM file, so the engine imports them (the
+// syncobj itself, not a point) into a DRM file of its own, where one wait covers them all.
+//
+// A watch says which point it wants next (arm_point); the wait uses WAIT_FOR_SUBMIT, so a watch
+// may be armed on a point nobody has submitted yet and a submission then needs no wakeup of this
+// thread: no ioctl on the VMM's thread per fence or per submit. Watches may also ask for a
+// deadline (rate-limited work such as health checks).
+//
+// Threads: add/remove/rearm on any thread; arm_point/deadline_ns are called on the engine thread
+// with the engine's table lock held (so they must not call the engine); reached/tick on the
+// engine thread without it. Once remove() returns, the engine never calls that watch again.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include "amdgpu/amdgpu_device.h"
+#include "queue/sync_timeline.h"
+
+namespace rvgl {
+
+class CompletionEngine {
+ public:
+  class Watch {
+   public:
+    // The next point to wait for, 0 for none now.
+    virtual uint64_t arm_point() = 0;
+    // The point handed out by arm_point() has signalled.
+    virtual void reached(uint64_t point) = 0;
+    // CLOCK_MONOTONIC ns at which tick() is wanted, 0 for none.
+    virtual int64_t deadline_ns() { return 0; }
+    virtual void tick(int64_t /*now_ns*/) {}
+
+   protected:
+    ~Watch() = default;
+  };
+
+  // The process's engine, created (thread started) on first use and gone with its last user.
+  // `dev` names the device whose node the engine opens for its own file when it starts.
+  static std::shared_ptr<CompletionEngine> acquire(const AmdgpuDevice &dev, int *err);
+  ~CompletionEngine();
+  CompletionEngine(const CompletionEngine &) = delete;
+  CompletionEngine &operator=(const CompletionEngine &) = delete;
+
+  // Watches `timeline` (a syncobj of any DRM file) for `w`. Costs two ioctls (export, import);
+  // done once per queue, not per submission.
+  int add(const SyncTimeline &timeline, Watch *w, uint64_t *id);
+  // A watch with no timeline: deadlines only.
+  int add_timer(Watch *w, uint64_t *id);
+  void remove(uint64_t id);
+  // Makes the thread ask every watch again now (one signal ioctl). Needed only when a watch's
+  // arm point or deadline moved earlier than what the thread waits for.
+  void rearm();
+
+  size_t watch_count() const;
+  uint64_t wakeups() const;  // for tests and benchmarks: waits that returned
+
+  // Threads the engine runs now in this process (0 or 1).
+  static int threads_running();
+
+ private:
+  struct Entry {
+    uint32_t handle = 0;  // in the engine's file; 0 for a timer
+    Watch *watch = nullptr;
+  };
+  explicit CompletionEngine(std::shared_ptr<AmdgpuDevice> dev) : dev_(std::move(dev)) {}
+  int start();
+  void run();
+  int insert(uint32_t handle, Watch *w, uint64_t *id);
+
+  std::shared_ptr<AmdgpuDevice> dev_;  // the engine's own DRM file
+  std::shared_ptr<SyncTimeline> wake_;
+
+  mutable std::mutex mu_;  // entries_, wake_point_, stop_, wakeups_
+  std::map<uint64_t, Entry> entries_;
+  uint64_t next_id_ = 1;
+  uint64_t wake_point_ = 0;
+  uint64_t wakeups_ = 0;
+  bool stop_ = false;
+
+  // Held by the engine thread while it calls reached()/tick(); remove() takes it to wait out a
+  // call in progress.
+  std::mutex calls_mu_;
+  std::thread thread_;
+  std::thread::id thread_id_;
+};
+
+}  // namespace rvgl

@@ -1,0 +1,175 @@
+#include "queue/fence_delivery.h"
+
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+namespace rvgl {
+
+namespace {
+
+// Set while this thread runs delivery callbacks: a VMM that creates a fence from inside its fence
+// callback gets it delivered by the loop already running, not by a nested one (which would
+// deadlock on deliver_mu_).
+thread_local const FenceDelivery *t_delivering = nullptr;
+
+static_assert(RVGL_RING_COUNT <= 64, "busy_rings_ has a bit per ring");
+
+}  // namespace
+
+std::unique_ptr<FenceDelivery> FenceDelivery::create(bool async, Callback cb, int *err) {
+  std::unique_ptr<FenceDelivery> d(new FenceDelivery(async, std::move(cb)));
+  d->event_fd_.reset(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+  if (!d->event_fd_) {
+    *err = -errno;
+    return nullptr;
+  }
+  *err = 0;
+  return d;
+}
+
+FenceDelivery::~FenceDelivery() {
+  stop();
+}
+
+void FenceDelivery::stop() {
+  {
+    std::lock_guard lk(mu_);
+    stopped_ = true;
+  }
+  if (t_delivering == this) return;  // stopping from inside a callback: nothing else runs
+  std::lock_guard wait_out(deliver_mu_);
+}
+
+void FenceDelivery::add(uint32_t ring_idx, uint64_t fence_id,
+                        std::shared_ptr<const FenceSource> source, uint64_t point, bool mergeable) {
+  if (ring_idx >= RVGL_RING_COUNT) return;
+  {
+    std::lock_guard lk(mu_);
+    if (stopped_) return;
+    rings_[ring_idx].push_back({fence_id, std::move(source), point, mergeable});
+    busy_rings_ |= uint64_t{1} << ring_idx;
+  }
+  // Work already complete (or nothing to wait for) is delivered now, not at the next wakeup.
+  progress();
+}
+
+void FenceDelivery::collect_locked(std::vector<Done> *done) {
+  uint64_t busy = busy_rings_;
+  while (busy) {
+    const uint32_t ring = static_cast<uint32_t>(__builtin_ctzll(busy));
+    busy &= busy - 1;
+    auto &q = rings_[ring];
+    while (!q.empty()) {
+      const Pending &p = q.front();
+      if (p.source && p.source->reached() < p.point) break;
+      done->push_back({ring, p.fence_id});
+      q.pop_front();
+    }
+    if (q.empty()) busy_rings_ &= ~(uint64_t{1} << ring);
+  }
+}
+
+void FenceDelivery::signal_poll_fd() {
+  const uint64_t one = 1;
+  [[maybe_unused]] ssize_t n = write(event_fd_.get(), &one, sizeof(one));
+}
+
+void FenceDelivery::progress() {
+  if (!async_) {
+    bool any;
+    {
+      std::lock_guard lk(mu_);
+      if (stopped_) return;
+      std::vector<Done> done;
+      collect_locked(&done);
+      any = !done.empty();
+      ready_.insert(ready_.end(), done.begin(), done.end());
+    }
+    if (any) signal_poll_fd();
+    return;
+  }
+  if (t_delivering == this) {
+    std::lock_guard lk(mu_);
+    again_ = true;  // the loop below, running further up this thread's stack, picks it up
+    return;
+  }
+  std::lock_guard serial(deliver_mu_);
+  t_delivering = this;
+  std::vector<Done> done;
+  for (;;) {
+    done.clear();
+    {
+      std::lock_guard lk(mu_);
+      again_ = false;
+      if (stopped_) break;
+      collect_locked(&done);
+      delivered_ += done.size();
+    }
+    if (done.empty()) break;
+    for (const auto &d : done)
+      cb_(d.ring, d.fence_id);
+    std::lock_guard lk(mu_);
+    if (!again_) break;
+  }
+  t_delivering = nullptr;
+}
+
+void FenceDelivery::poll() {
+  // Drain the eventfd before taking the batch: a fence that becomes ready in between leaves the fd
+  // readable for the next poll instead of losing its wakeup.
+  uint64_t v;
+  [[maybe_unused]] ssize_t n = read(event_fd_.get(), &v, sizeof(v));
+  std::lock_guard serial(deliver_mu_);
+  std::deque<Done> batch;
+  {
+    std::lock_guard lk(mu_);
+    if (stopped_) return;
+    batch.swap(ready_);
+    delivered_ += batch.size();
+  }
+  t_delivering = this;
+  for (const auto &d : batch)
+    cb_(d.ring, d.fence_id);
+  t_delivering = nullptr;
+}
+
+uint64_t FenceDelivery::first_exact_point(const FenceSource *source) const {
+  std::lock_guard lk(mu_);
+  uint64_t best = 0;
+  uint64_t busy = busy_rings_;
+  while (busy) {
+    const uint32_t ring = static_cast<uint32_t>(__builtin_ctzll(busy));
+    busy &= busy - 1;
+    for (const Pending &p : rings_[ring]) {
+      if (p.source.get() != source || p.mergeable) continue;
+      if (!best || p.point < best) best = p.point;
+      break;  // later fences of a ring wait for later points
+    }
+  }
+  return best;
+}
+
+bool FenceDelivery::references(const FenceSource *source) const {
+  std::lock_guard lk(mu_);
+  for (const auto &q : rings_)
+    for (const Pending &p : q)
+      if (p.source.get() == source) return true;
+  return false;
+}
+
+uint64_t FenceDelivery::delivered() const {
+  std::lock_guard lk(mu_);
+  return delivered_;
+}
+
+size_t FenceDelivery::pending() const {
+  std::lock_guard lk(mu_);
+  size_t n = ready_.size();
+  for (const auto &q : rings_)
+    n += q.size();
+  return n;
+}
+
+}  // namespace rvgl

@@ -1,0 +1,195 @@
+#include "queue/queue_health.h"
+
+#include <cerrno>
+#include <ctime>
+#include <vector>
+
+namespace rvgl {
+
+namespace {
+
+int64_t now_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
+}
+
+bool same_fault(const rvgl_drm_amdgpu_info_gpuvm_fault &a,
+                const rvgl_drm_amdgpu_info_gpuvm_fault &b) {
+  return a.addr == b.addr && a.status == b.status && a.vmhub == b.vmhub;
+}
+
+}  // namespace
+
+void QueueHealth::add(uint32_t handle, std::shared_ptr<KernelQueue> q) {
+  std::lock_guard lk(mu_);
+  queues_[handle] = Tracked{std::move(q), false};
+}
+
+void QueueHealth::remove(uint32_t handle) {
+  std::lock_guard lk(mu_);
+  queues_.erase(handle);
+}
+
+void QueueHealth::refused(uint32_t handle) {
+  {
+    std::lock_guard lk(mu_);
+    auto it = queues_.find(handle);
+    if (it == queues_.end()) return;
+    it->second.dirty = true;
+    due_ns_ = now_ns();
+  }
+  rearm_();  // rare: the kernel refused work; let the engine run the check
+}
+
+void QueueHealth::completed(uint32_t handle, int64_t now) {
+  {
+    std::lock_guard lk(mu_);
+    auto it = queues_.find(handle);
+    if (it == queues_.end()) return;
+    it->second.dirty = true;
+  }
+  maybe_check(now);
+}
+
+int64_t QueueHealth::deadline_ns() {
+  std::lock_guard lk(mu_);
+  return due_ns_;
+}
+
+void QueueHealth::tick(int64_t now) {
+  maybe_check(now);
+}
+
+void QueueHealth::maybe_check(int64_t now) {
+  {
+    std::lock_guard lk(mu_);
+    bool dirty = false;
+    for (const auto &[h, t] : queues_)
+      dirty |= t.dirty;
+    if (!dirty) {
+      due_ns_ = 0;
+      return;
+    }
+    if (last_check_ns_ && now - last_check_ns_ < kIntervalNs) {
+      // Deferred, not dropped: the engine calls tick() at the deadline (it reads deadlines on
+      // every loop, and this runs on its thread, so no rearm is needed).
+      due_ns_ = last_check_ns_ + kIntervalNs;
+      return;
+    }
+  }
+  check(now);
+}
+
+void QueueHealth::post(uint32_t type, uint32_t queue, uint64_t p0, uint64_t p1) {
+  events_.post(type, queue, p0, p1);
+}
+
+void QueueHealth::check(int64_t now) {
+  struct Seen {
+    uint32_t handle;
+    std::shared_ptr<KernelQueue> q;
+    KernelQueue::Status before;
+    int job_error = 0;
+    uint64_t ctx_flags = 0;
+  };
+  std::vector<Seen> seen;
+  {
+    std::lock_guard lk(mu_);
+    for (auto &[h, t] : queues_) {
+      if (!t.dirty) continue;
+      t.dirty = false;
+      seen.push_back({h, t.queue, {}, 0, 0});
+    }
+    last_check_ns_ = now;
+    due_ns_ = 0;
+    ++checks_;
+  }
+  if (seen.empty()) return;
+
+  // One observation, in the kernel's order of events: a failed job's fence carries its error
+  // after its context was marked, so the error is read first and the context state after it;
+  // the VM's fault cache (written when the fault happened, before either) last.
+  for (Seen &s : seen) {
+    s.before = s.q->status();
+    if (s.before.lost) continue;  // classified once: a lost queue stays as it was published
+    s.job_error = s.q->job_error(s.q->timeline()->known_reached());
+    s.ctx_flags = s.q->ctx_flags();
+  }
+  rvgl_drm_amdgpu_info_gpuvm_fault fault{};
+  const bool new_fault =
+      dev_->query_gpuvm_fault(&fault) == 0 && fault.status && !same_fault(fault, last_fault_);
+  if (new_fault) last_fault_ = fault;
+
+  // The fault belongs to the queue whose job failed with it; without a failed job (the access was
+  // dropped and the job completed), to the only queue that completed work since the last look.
+  Seen *fault_owner = nullptr;
+  if (new_fault) {
+    for (Seen &s : seen)
+      if (!s.before.lost && s.job_error) {
+        fault_owner = &s;
+        break;
+      }
+    if (!fault_owner && seen.size() == 1 && !seen[0].before.lost) fault_owner = &seen[0];
+    if (!fault_owner)
+      post(RVGL_EVENT_VM_FAULT, RVGL_EVENT_QUEUE_NONE, fault.addr,
+           fault.status | (uint64_t{fault.vmhub} << 32));
+  }
+
+  for (Seen &s : seen) {
+    if (s.before.lost) continue;
+    KernelQueue::Status st = s.before;
+    uint32_t flags = 0;
+    bool lost = s.job_error != 0;
+    if (s.ctx_flags & AMDGPU_CTX_QUERY2_FLAGS_GUILTY) {
+      flags |= RVGL_QUEUE_FLAG_GUILTY;
+      lost = true;
+    } else if (s.ctx_flags & AMDGPU_CTX_QUERY2_FLAGS_RESET) {
+      flags |= RVGL_QUEUE_FLAG_INNOCENT;  // another context's hang reset the GPU under us
+    }
+    if (s.ctx_flags & AMDGPU_CTX_QUERY2_FLAGS_VRAMLOST) {
+      flags |= RVGL_QUEUE_FLAG_VRAM_LOST;
+      lost = true;
+    }
+    const bool faulted = &s == fault_owner;
+    if (faulted) flags |= RVGL_QUEUE_FLAG_VM_FAULT;
+    // A hang is a job past its timeout with no fault of its own.
+    if (lost && s.job_error == -ETIME && !faulted) flags |= RVGL_QUEUE_FLAG_HANG;
+    const uint32_t fresh = flags & ~st.flags;
+    const uint64_t done = s.q->timeline()->known_reached();
+    const uint64_t hang_seq = (fresh & RVGL_QUEUE_FLAG_HANG) ? s.q->first_failed_seq() : 0;
+
+    // Posted and published under mu_, after making sure the queue is still there: once
+    // remove() returns, no record names it and nothing is published for it.
+    std::lock_guard lk(mu_);
+    auto it = queues_.find(s.handle);
+    if (it == queues_.end() || it->second.queue != s.q) continue;
+    if (faulted)
+      post(RVGL_EVENT_VM_FAULT, s.handle, fault.addr, fault.status | (uint64_t{fault.vmhub} << 32));
+    if (fresh & RVGL_QUEUE_FLAG_HANG)
+      post(RVGL_EVENT_QUEUE_HANG, s.handle, hang_seq ? hang_seq : done, 0);
+    const uint64_t vram = (fresh & RVGL_QUEUE_FLAG_VRAM_LOST) ? RVGL_EVENT_RESET_VRAM_LOST : 0;
+    if (fresh & RVGL_QUEUE_FLAG_GUILTY)
+      post(RVGL_EVENT_QUEUE_RESET, s.handle, RVGL_EVENT_RESET_GUILTY | vram, done);
+    else if (fresh & (RVGL_QUEUE_FLAG_INNOCENT | RVGL_QUEUE_FLAG_VRAM_LOST))
+      post(RVGL_EVENT_QUEUE_RESET, s.handle, RVGL_EVENT_RESET_INNOCENT | vram, done);
+    if (vram && !vram_lost_reported_) {
+      vram_lost_reported_ = true;
+      post(RVGL_EVENT_DEVICE_RESET, RVGL_EVENT_QUEUE_NONE, RVGL_EVENT_RESET_VRAM_LOST, 0);
+    }
+    st.flags |= flags;
+    if (lost) {
+      st.lost = true;
+      st.error = s.job_error ? s.job_error : -ECANCELED;
+    }
+    s.q->publish(st);  // after its records: a guest that sees it lost finds them in the ring
+  }
+  events_.notify();
+}
+
+uint64_t QueueHealth::checks() const {
+  std::lock_guard lk(mu_);
+  return checks_;
+}
+
+}  // namespace rvgl

@@ -1,0 +1,82 @@
+// The one owner of a context's kernel-queue health (DESIGN.md D7, docs/threads.md).
+//
+// A queue's transition to lost — guilty, innocent, VRAM lost, VM fault, hang — is classified here
+// and nowhere else, on the completion engine's thread, from one observation taken in a fixed order
+// (each queue's job error first, then its kernel context's state, then the VM's fault cache once
+// for the whole context), and each cause posts exactly one event. QUEUE_STATE only reads what this
+// class published. Events of a check are posted before its state is published, so a guest that
+// sees a queue lost also finds the records that say why.
+//
+// When: after a queue's work reached a new point (its watch saw it), at most once per kInterval
+// per context (the rest is deferred to a deadline, never dropped), and soon after the VMM's thread
+// saw the kernel refuse a submission. The fault cache is read on every check, which is how a VM
+// fault that did not fail its job (the kernel's default, amdgpu.vm_fault_stop=0) is found.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+
+#include "amdgpu/amdgpu_device.h"
+#include "events/event_ring.h"
+#include "queue/completion_engine.h"
+#include "queue/kernel_queue.h"
+
+namespace rvgl {
+
+class QueueHealth final : public CompletionEngine::Watch {
+ public:
+  // Checks run at most this often per context (a check costs 2 ioctls per queue with new
+  // completions, plus one for the fault cache).
+  static constexpr int64_t kIntervalNs = 1'000'000;
+
+  // rearm: makes the engine ask for deadline_ns() again (a deadline moved earlier).
+  QueueHealth(std::shared_ptr<AmdgpuDevice> dev, EventRing &events, std::function<void()> rearm)
+      : dev_(std::move(dev)), events_(events), rearm_(std::move(rearm)) {}
+
+  // VMM thread.
+  void add(uint32_t handle, std::shared_ptr<KernelQueue> q);
+  // The queue is never looked at again, whatever is in flight.
+  void remove(uint32_t handle);
+  // The kernel refused a submission with `err` (ECANCELED, ENODEV): check soon.
+  void refused(uint32_t handle);
+
+  // Engine thread: queue `handle` (its watch) reached a new point.
+  void completed(uint32_t handle, int64_t now_ns);
+
+  // CompletionEngine::Watch (a timer-only watch).
+  uint64_t arm_point() override { return 0; }
+  void reached(uint64_t) override {}
+  int64_t deadline_ns() override;
+  void tick(int64_t now_ns) override;
+
+  uint64_t checks() const;  // for tests: checks run so far
+
+ private:
+  struct Tracked {
+    std::shared_ptr<KernelQueue> queue;
+    bool dirty = false;  // new completions (or a refusal) since the last check
+  };
+  // Runs a check if one is due and allowed now, else sets the deadline (mu_ not held).
+  void maybe_check(int64_t now_ns);
+  void check(int64_t now_ns);
+  void post(uint32_t type, uint32_t queue, uint64_t p0, uint64_t p1);
+
+  std::shared_ptr<AmdgpuDevice> dev_;
+  EventRing &events_;
+  std::function<void()> rearm_;
+
+  mutable std::mutex mu_;  // queues_, last_check_ns_, due_ns_, checks_
+  std::map<uint32_t, Tracked> queues_;
+  int64_t last_check_ns_ = 0;
+  int64_t due_ns_ = 0;
+  uint64_t checks_ = 0;
+
+  // Engine thread only (checks never run concurrently: they run on that thread).
+  rvgl_drm_amdgpu_info_gpuvm_fault last_fault_{};
+  bool vram_lost_reported_ = false;
+};
+
+}  // namespace rvgl

@@ -1,0 +1,47 @@
+// The completion engine's watch on one kernel queue's timeline: it moves the timeline's known
+// point when the GPU reaches it, tells the health owner, and lets fence delivery retire what
+// waited for it.
+//
+// Arm point (why no kick is needed per fence or per submission): with work in flight, the newest
+// submitted point (one wakeup covers a burst), or earlier if a non-mergeable fence waits for an
+// earlier one; with nothing in flight, the next point, which the wait's WAIT_FOR_SUBMIT lets
+// the thread wait for before it is submitted. A fence created later for work already submitted
+// waits for a point at or after the armed one, so it is seen when that point (or the one armed
+// after it) is reached.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+
+#include "queue/completion_engine.h"
+#include "queue/fence_delivery.h"
+#include "queue/kernel_queue.h"
+#include "queue/queue_health.h"
+
+namespace rvgl {
+
+class QueueWatch final : public CompletionEngine::Watch {
+ public:
+  QueueWatch(std::shared_ptr<KernelQueue> q, uint32_t handle, FenceDelivery &delivery,
+             QueueHealth &health)
+      : queue_(std::move(q)), handle_(handle), delivery_(delivery), health_(health) {}
+
+  uint64_t arm_point() override;
+  void reached(uint64_t point) override;
+
+  // The queue was destroyed: its health is never looked at again; the watch stays only while
+  // fences wait for its timeline.
+  void retire() { retired_.store(true, std::memory_order_release); }
+  bool retired() const { return retired_.load(std::memory_order_acquire); }
+  const KernelQueue &queue() const { return *queue_; }
+
+ private:
+  std::shared_ptr<KernelQueue> queue_;
+  uint32_t handle_;
+  FenceDelivery &delivery_;
+  QueueHealth &health_;
+  std::atomic<bool> retired_{false};
+};
+
+}  // namespace rvgl
