@@ -64,6 +64,8 @@ class AmdgpuDevice {
   // The syncobj itself as an fd (not a sync file), and an fd like it made a handle of this file.
   int syncobj_export(uint32_t handle, UniqueFd *out);
   int syncobj_import(int fd, uint32_t *handle);
+  // DRM_IOCTL_SYNCOBJ_EVENTFD (Linux 6.6): eventfd `efd` is signalled once `point` is.
+  int syncobj_eventfd(uint32_t handle, uint64_t point, int efd);
 
   // ---- queries (amdgpu_device_info.cpp) ----
   int query_info(uint32_t query, void *out, uint32_t size);

@@ -145,4 +145,12 @@ int AmdgpuDevice::syncobj_import(int fd, uint32_t *handle) {
   return drmSyncobjFDToHandle(this->fd(), fd, handle) ? -errno : 0;
 }
 
+int AmdgpuDevice::syncobj_eventfd(uint32_t handle, uint64_t point, int efd) {
+  rvgl_drm_syncobj_eventfd args{};
+  args.handle = handle;
+  args.point = point;
+  args.fd = efd;
+  return ioctl(RVGL_DRM_IOCTL_SYNCOBJ_EVENTFD, &args);
+}
+
 }  // namespace rvgl

@@ -1,5 +1,7 @@
 #include "queue/completion_engine.h"
 
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -41,10 +43,25 @@ std::shared_ptr<CompletionEngine> CompletionEngine::acquire(const AmdgpuDevice &
   return e;
 }
 
+bool CompletionEngine::probe_eventfd() {
+  // The kernel answers an unknown DRM ioctl with an error; a point far ahead never fires.
+  UniqueFd probe(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+  if (!probe || dev_->syncobj_eventfd(wake_->handle(), uint64_t{1} << 62, probe.get()))
+    return false;
+  epoll_.reset(epoll_create1(EPOLL_CLOEXEC));
+  wake_efd_.reset(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+  if (!epoll_ || !wake_efd_) return false;
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.u64 = 0;
+  return epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, wake_efd_.get(), &ev) == 0;
+}
+
 int CompletionEngine::start() {
   int err;
   wake_ = SyncTimeline::create(dev_, &err);
   if (!wake_) return err;
+  use_eventfd_ = probe_eventfd();
   try {
     thread_ = std::thread([this] { run(); });
   } catch (const std::system_error &e) {
@@ -76,10 +93,28 @@ int CompletionEngine::threads_running() {
 }
 
 int CompletionEngine::insert(uint32_t handle, Watch *w, uint64_t *id) {
+  UniqueFd efd;
+  if (use_eventfd_ && handle) {
+    efd.reset(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+    if (!efd) {
+      dev_->syncobj_destroy(handle);
+      return -errno;
+    }
+  }
   {
     std::lock_guard lk(mu_);
     *id = next_id_++;
-    entries_[*id] = Entry{handle, w};
+    if (efd) {
+      epoll_event ev{};
+      ev.events = EPOLLIN;
+      ev.data.u64 = *id;
+      if (epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, efd.get(), &ev)) {
+        const int err = -errno;
+        dev_->syncobj_destroy(handle);
+        return err;
+      }
+    }
+    entries_[*id] = Entry{handle, w, std::move(efd), 0};
   }
   // The thread waits on the old set: it must take the new watch (or deadline) into its wait.
   rearm();
@@ -111,12 +146,17 @@ void CompletionEngine::remove(uint64_t id) {
   // call, removing its own watch).
   if (std::this_thread::get_id() != thread_id_) std::lock_guard wait_out(calls_mu_);
   if (handle) {
-    rearm();  // the wait in progress still names the handle: let the thread drop it
+    if (!use_eventfd_) rearm();  // the wait in progress still names the handle: let it drop it
     dev_->syncobj_destroy(handle);
   }
 }
 
 void CompletionEngine::rearm() {
+  if (use_eventfd_) {
+    const uint64_t one = 1;
+    [[maybe_unused]] ssize_t n = write(wake_efd_.get(), &one, sizeof(one));
+    return;
+  }
   uint64_t point;
   {
     std::lock_guard lk(mu_);
@@ -135,21 +175,48 @@ uint64_t CompletionEngine::wakeups() const {
   return wakeups_;
 }
 
+int64_t CompletionEngine::next_deadline_locked(int64_t now) {
+  int64_t deadline = now + kSafetyNetNs;
+  for (auto &[id, e] : entries_)
+    if (const int64_t d = e.watch->deadline_ns(); d && d < deadline) deadline = d;
+  return deadline;
+}
+
+void CompletionEngine::call_due(int64_t now) {
+  // calls_mu_ held by the caller: watches are only removed after it is released.
+  std::vector<Watch *> due;
+  {
+    std::lock_guard lk(mu_);
+    for (auto &[id, e] : entries_) {
+      const int64_t d = e.watch->deadline_ns();
+      if (d && d <= now) due.push_back(e.watch);
+    }
+  }
+  for (Watch *w : due)
+    w->tick(now);
+}
+
 void CompletionEngine::run() {
+  if (use_eventfd_)
+    run_eventfd();
+  else
+    run_wait();
+}
+
+void CompletionEngine::run_wait() {
   std::vector<uint32_t> handles;
   std::vector<uint64_t> points;
   std::vector<uint64_t> ids;
-  std::vector<std::pair<uint64_t, Watch *>> due;
   for (;;) {
     handles.clear();
     points.clear();
     ids.clear();
-    int64_t deadline = now_ns() + kSafetyNetNs;
+    int64_t deadline;
     {
       std::lock_guard lk(mu_);
       if (stop_) return;
+      deadline = next_deadline_locked(now_ns());
       for (auto &[id, e] : entries_) {
-        if (const int64_t d = e.watch->deadline_ns(); d && d < deadline) deadline = d;
         if (!e.handle) continue;
         if (const uint64_t p = e.watch->arm_point()) {
           handles.push_back(e.handle);
@@ -169,7 +236,6 @@ void CompletionEngine::run() {
     const int64_t now = now_ns();
     std::lock_guard calls(calls_mu_);
     Watch *hit = nullptr;
-    due.clear();
     {
       std::lock_guard lk(mu_);
       ++wakeups_;
@@ -177,16 +243,64 @@ void CompletionEngine::run() {
         auto it = entries_.find(ids[first]);
         if (it != entries_.end()) hit = it->second.watch;
       }
-      for (auto &[id, e] : entries_) {
-        const int64_t d = e.watch->deadline_ns();
-        if (d && d <= now) due.emplace_back(id, e.watch);
-      }
     }
-    // Watches are only removed after calls_mu_ is released, so these pointers stay valid.
     if (hit) hit->reached(points[first]);
-    for (auto &[id, w] : due)
-      w->tick(now);
+    call_due(now);
     if (r && r != -ETIME) usleep(1000);  // never spin on a broken device
+  }
+}
+
+void CompletionEngine::arm_idle_locked() {
+  for (auto &[id, e] : entries_) {
+    if (!e.handle || e.armed) continue;
+    const uint64_t p = e.watch->arm_point();
+    // One registration outstanding per watch: the kernel cannot take one back, and a second
+    // would make a firing ambiguous. An earlier point wanted later is seen when this one fires.
+    if (p && dev_->syncobj_eventfd(e.handle, p, e.efd.get()) == 0) e.armed = p;
+  }
+}
+
+void CompletionEngine::run_eventfd() {
+  constexpr int kBatch = 32;
+  epoll_event events[kBatch];
+  for (;;) {
+    int64_t deadline;
+    {
+      std::lock_guard lk(mu_);
+      if (stop_) return;
+      arm_idle_locked();
+      deadline = next_deadline_locked(now_ns());
+    }
+    const int64_t wait_ns = deadline - now_ns();
+    const int timeout_ms = wait_ns <= 0 ? 0 : static_cast<int>((wait_ns + 999'999) / 1'000'000);
+    const int n = epoll_wait(epoll_.get(), events, kBatch, timeout_ms);
+    const int64_t now = now_ns();
+    std::lock_guard calls(calls_mu_);
+    for (int i = 0; i < n; ++i) {
+      uint64_t v;
+      if (events[i].data.u64 == 0) {
+        [[maybe_unused]] ssize_t r = read(wake_efd_.get(), &v, sizeof(v));
+        continue;
+      }
+      Watch *hit = nullptr;
+      uint64_t point = 0;
+      {
+        std::lock_guard lk(mu_);
+        auto it = entries_.find(events[i].data.u64);
+        if (it == entries_.end()) continue;  // removed while the event was on its way
+        [[maybe_unused]] ssize_t r = read(it->second.efd.get(), &v, sizeof(v));
+        point = it->second.armed;
+        it->second.armed = 0;
+        hit = it->second.watch;
+      }
+      if (point) hit->reached(point);
+    }
+    {
+      std::lock_guard lk(mu_);
+      ++wakeups_;
+    }
+    call_due(now);
+    if (n < 0 && errno != EINTR) usleep(1000);
   }
 }
 

@@ -3,10 +3,16 @@
 // each context's timelines live in that context's own DRM file, so the engine imports them (the
 // syncobj itself, not a point) into a DRM file of its own, where one wait covers them all.
 //
-// A watch says which point it wants next (arm_point); the wait uses WAIT_FOR_SUBMIT, so a watch
-// may be armed on a point nobody has submitted yet and a submission then needs no wakeup of this
-// thread: no ioctl on the VMM's thread per fence or per submit. Watches may also ask for a
-// deadline (rate-limited work such as health checks).
+// A watch says which point it wants next (arm_point). Two ways to wait, chosen when the engine
+// starts:
+// - eventfd (Linux 6.6, DRM_IOCTL_SYNCOBJ_EVENTFD): each watch has an eventfd in one epoll set,
+//   registered for its point once and again only after it fired, so a wakeup costs the same
+//   whatever the number of watches;
+// - one syncobj wait (older kernels): a single WAIT_FOR_SUBMIT timeline wait over every watch,
+//   rebuilt after each wakeup (its cost grows with the number of watches).
+// Either way a watch may be armed on a point nobody has submitted yet, so a submission needs no
+// wakeup of this thread: no ioctl on the VMM's thread per fence or per submit. Watches may also
+// ask for a deadline (rate-limited work such as health checks).
 //
 // Threads: add/remove/rearm on any thread; arm_point/deadline_ns are called on the engine thread
 // with the engine's table lock held (so they must not call the engine); reached/tick on the
@@ -59,6 +65,7 @@ class CompletionEngine {
 
   size_t watch_count() const;
   uint64_t wakeups() const;  // for tests and benchmarks: waits that returned
+  bool uses_eventfd() const { return use_eventfd_; }
 
   // Threads the engine runs now in this process (0 or 1).
   static int threads_running();
@@ -67,14 +74,26 @@ class CompletionEngine {
   struct Entry {
     uint32_t handle = 0;  // in the engine's file; 0 for a timer
     Watch *watch = nullptr;
+    UniqueFd efd;        // eventfd mode: signalled by the kernel when `armed` is
+    uint64_t armed = 0;  // eventfd mode: the point registered and not yet seen (0: none)
   };
   explicit CompletionEngine(std::shared_ptr<AmdgpuDevice> dev) : dev_(std::move(dev)) {}
   int start();
+  bool probe_eventfd();
   void run();
+  void run_wait();
+  void run_eventfd();
+  // eventfd mode: registers each watch that has no point outstanding (mu_ held).
+  void arm_idle_locked();
+  int64_t next_deadline_locked(int64_t now);
+  void call_due(int64_t now);
   int insert(uint32_t handle, Watch *w, uint64_t *id);
 
   std::shared_ptr<AmdgpuDevice> dev_;  // the engine's own DRM file
-  std::shared_ptr<SyncTimeline> wake_;
+  bool use_eventfd_ = false;
+  std::shared_ptr<SyncTimeline> wake_;  // wait mode: a rearm signals its next point
+  UniqueFd epoll_;                      // eventfd mode
+  UniqueFd wake_efd_;                   // eventfd mode: a rearm writes it
 
   mutable std::mutex mu_;  // entries_, wake_point_, stop_, wakeups_
   std::map<uint64_t, Entry> entries_;

@@ -265,4 +265,17 @@ RVGL_UAPI_ASSERT(offsetof(struct rvgl_drm_amdgpu_profiler_args, data) == 8, "pro
 }
 #endif
 
+/* DRM core, Linux 6.6 (include/uapi/drm/drm.h, drm_syncobj.c drm_syncobj_eventfd_ioctl): signal an
+ * eventfd once a syncobj point is signalled (or, with DRM_SYNCOBJ_WAIT_FLAGS_WAIT_AVAILABLE, once it
+ * has a fence). libdrm 2.4.114's drm.h predates it. */
+struct rvgl_drm_syncobj_eventfd {
+  uint32_t handle;
+  uint32_t flags;
+  uint64_t point;
+  int32_t fd;
+  uint32_t pad;
+};
+RVGL_UAPI_ASSERT(sizeof(struct rvgl_drm_syncobj_eventfd) == 24, "drm_syncobj_eventfd is 24 bytes");
+#define RVGL_DRM_IOCTL_SYNCOBJ_EVENTFD DRM_IOWR(0xCF, struct rvgl_drm_syncobj_eventfd)
+
 #endif /* ROCM_VIRGL_AMDGPU_DRM_EXT_H */
