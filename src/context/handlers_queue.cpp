@@ -124,7 +124,7 @@ int32_t ComputeContext::cmd_queue_state(const Request &req, Response &rsp) {
     check_queue(q.queue, *entry->kernel);
     entry->kernel->fill_state(&r);
   } else {
-    r.state = RVGL_QUEUE_STATE_OK;  // the guest tracks its own ring
+    entry->user->fill_state(&r);  // what the kernel says; the guest tracks its own ring
   }
   return 0;
 }

@@ -1,5 +1,7 @@
 #include "queue/user_queue.h"
 
+#include <cerrno>
+
 namespace rvgl {
 
 namespace {
@@ -50,6 +52,26 @@ UserQueue::Observation UserQueue::observe() const {
   o.error = dev_->userq_query_status(queue_id_, &o.queue_flags);
   if (o.error) o.queue_flags = 0;
   return o;
+}
+
+void UserQueue::fill_state(rvgl_rsp_queue_state *rsp) {
+  const Observation o = observe();
+  std::lock_guard lk(mu_);
+  // A hung queue is one whose jobs would have timed out (the kernel queue's -ETIME); VRAM lost
+  // cancels whatever the ring held (-ECANCELED, as CS answers a context that lost VRAM).
+  if (o.queue_flags & RVGL_AMDGPU_USERQ_QUERY_STATUS_FLAGS_HUNG) {
+    flags_ |= RVGL_QUEUE_FLAG_HANG;
+    if (!first_error_) first_error_ = -ETIME;
+  }
+  if (o.queue_flags & RVGL_AMDGPU_USERQ_QUERY_STATUS_FLAGS_VRAMLOST) {
+    flags_ |= RVGL_QUEUE_FLAG_VRAM_LOST;
+    if (!first_error_) first_error_ = -ECANCELED;
+  }
+  rsp->state = flags_ ? RVGL_QUEUE_STATE_LOST : RVGL_QUEUE_STATE_OK;
+  rsp->flags = flags_;
+  rsp->error = first_error_;
+  rsp->last_submitted_seq = 0;
+  rsp->last_completed_seq = 0;
 }
 
 UserQueue::~UserQueue() {

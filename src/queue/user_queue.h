@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
 
 #include "amdgpu/amdgpu_device.h"
 #include "memory/memory_object.h"
@@ -31,6 +32,11 @@ class UserQueue {
   };
   Observation observe() const;
 
+  // Fills state/flags/error of a QUEUE_STATE response from observe(); a condition once seen stays
+  // (the kernel may remap a hung queue after a reset; the guest's ring state is gone all the same).
+  // The seqs stay 0: the host is not on the ring's path (any thread).
+  void fill_state(rvgl_rsp_queue_state *rsp);
+
  private:
   UserQueue(std::shared_ptr<AmdgpuDevice> dev, uint32_t ip, uint32_t id,
             std::shared_ptr<MemoryObject> doorbell, uint32_t doorbell_offset)
@@ -44,6 +50,9 @@ class UserQueue {
   uint32_t queue_id_;
   std::shared_ptr<MemoryObject> doorbell_;
   uint32_t doorbell_offset_;
+  std::mutex mu_;
+  uint32_t flags_ = 0;  // RVGL_QUEUE_FLAG_* seen so far
+  int first_error_ = 0;
 };
 
 }  // namespace rvgl
