@@ -41,7 +41,7 @@ extern "C" {
 /* Layout of framing, shared page and capset. Bumped only for incompatible changes. */
 #define RVGL_WIRE_FORMAT_VERSION 1u
 #define RVGL_PROTOCOL_MAJOR 1u
-#define RVGL_PROTOCOL_MINOR 0u
+#define RVGL_PROTOCOL_MINOR 1u
 
 /* ------------------------------------------------------------------------------------------ */
 /* virtio-gpu blob conventions                                                                */
@@ -108,7 +108,7 @@ struct rvgl_capset {
   uint32_t pci_revision_id;
   uint32_t family; /* AMDGPU_FAMILY_* of the kernel UAPI */
   uint32_t chip_external_rev;
-  uint32_t gfx_ip_major; /* e.g. 11.0.0 for gfx1100, 9.4.2 for gfx942 */
+  uint32_t gfx_ip_major; /* e.g. 11.0.0 for gfx1100, 9.4.3 for gfx942 */
   uint32_t gfx_ip_minor;
   uint32_t gfx_ip_stepping;
   uint32_t num_cu;
@@ -133,7 +133,11 @@ struct rvgl_capset {
   uint32_t userq_eop_alignment;
   uint32_t pad0;
   char marketing_name[RVGL_MARKETING_NAME_SIZE]; /* NUL-terminated */
-  uint32_t reserved[6];
+  /* Protocol 1.1: user SDMA queues: context save area (QUEUE_CREATE.eop_va) size and alignment;
+   * 0 from a 1.0 host. */
+  uint32_t userq_sdma_csa_size;
+  uint32_t userq_sdma_csa_alignment;
+  uint32_t reserved[4];
 };
 RVGL_CHECK_SIZE(struct rvgl_capset, 256);
 RVGL_CHECK_OFFSET(struct rvgl_capset, features, 8);
@@ -142,6 +146,9 @@ RVGL_CHECK_OFFSET(struct rvgl_capset, vram_size, 104);
 RVGL_CHECK_OFFSET(struct rvgl_capset, va_start, 128);
 RVGL_CHECK_OFFSET(struct rvgl_capset, va_alignment, 144);
 RVGL_CHECK_OFFSET(struct rvgl_capset, marketing_name, 168);
+RVGL_CHECK_OFFSET(struct rvgl_capset, userq_sdma_csa_size, 232);
+RVGL_CHECK_OFFSET(struct rvgl_capset, userq_sdma_csa_alignment, 236);
+RVGL_CHECK_OFFSET(struct rvgl_capset, reserved, 240);
 
 /* ------------------------------------------------------------------------------------------ */
 /* Shared page (blob_id 0)                                                                     */
@@ -394,15 +401,23 @@ struct rvgl_req_queue_create {
   uint32_t ip;       /* RVGL_IP_COMPUTE or RVGL_IP_SDMA */
   uint32_t priority; /* RVGL_PRIORITY_* */
   uint32_t ring_idx; /* RVGL_RING_FIRST_QUEUE..RVGL_RING_LAST_QUEUE, one queue per ring */
-  /* RVGL_QUEUE_KIND_USER only (zero for kernel queues); GPU VAs in the guest's VA range */
-  uint64_t queue_va;
-  uint64_t queue_size;      /* bytes, power of two, >= 256 */
-  uint64_t rptr_va;         /* 8-byte aligned */
-  uint64_t wptr_va;         /* 8-byte aligned */
-  uint64_t eop_va;          /* compute: EOP buffer of capset.userq_eop_size */
+  /* RVGL_QUEUE_KIND_USER only (zero for kernel queues); the user-queue contract is PROTOCOL.md
+   * section 6, QUEUE_CREATE. Each range lies inside one VA_MAP mapping. */
+  uint64_t queue_va;        /* RVGL_USERQ_RING_ALIGNMENT aligned */
+  uint64_t queue_size;      /* bytes, power of two, >= RVGL_USERQ_MIN_RING_SIZE */
+  uint64_t rptr_va;         /* 8-byte aligned, RVGL_USERQ_PTR_SPAN bytes mapped from it */
+  uint64_t wptr_va;         /* 8-byte aligned, start of a mapping of an object <= 4096 bytes */
+  uint64_t eop_va;          /* compute: EOP buffer; SDMA: context save area (see capset) */
   uint32_t doorbell_bo;     /* handle of a RVGL_DOMAIN_DOORBELL object */
-  uint32_t doorbell_offset; /* dword index inside it */
+  uint32_t doorbell_offset; /* index of an 8-byte doorbell in it: byte offset = 8 * index */
 };
+
+/* User queues (PROTOCOL.md, QUEUE_CREATE). */
+#define RVGL_USERQ_RING_ALIGNMENT 256u   /* queue_va: the ring base register drops bits 0-7 */
+#define RVGL_USERQ_MIN_RING_SIZE 4096u   /* queue_size: one GPU page at least */
+#define RVGL_USERQ_PTR_SPAN 4096u        /* bytes from rptr_va / wptr_va that must be mapped */
+#define RVGL_USERQ_WPTR_OBJECT_MAX 4096u /* the object behind wptr_va: at most one page */
+#define RVGL_USERQ_DOORBELL_SIZE 8u      /* bytes per doorbell; doorbell_offset counts these */
 struct rvgl_rsp_queue_create {
   struct rvgl_rsp_hdr hdr;
   uint32_t queue; /* handle, >= 1 */

@@ -12,6 +12,9 @@
 namespace rvgl::emu {
 
 UserQueue::UserQueue(Params p) : p_(std::move(p)) {
+  // The caller checked (offset + 1) * 8 <= size; doorbell objects are memfd-backed.
+  if (uint8_t *v = p_.doorbell->backing()->view())
+    doorbell_word_ = reinterpret_cast<uint64_t *>(v + uint64_t{p_.doorbell_offset} * 8);
   counters().userqs_alive.fetch_add(1, std::memory_order_relaxed);
 }
 
@@ -21,7 +24,15 @@ UserQueue::~UserQueue() {
 }
 
 bool UserQueue::start() {
-  return thread_.start([this] { loop(); });
+  if (!doorbell_word_) return false;
+  // What the doorbell holds when the queue is created is not a write to it; taken here, before
+  // the ioctl returns, so no write the caller makes afterwards can be mistaken for it.
+  const uint64_t before = read_doorbell();
+  return thread_.start([this, before] { loop(before); });
+}
+
+uint64_t UserQueue::read_doorbell() const {
+  return __atomic_load_n(doorbell_word_, __ATOMIC_ACQUIRE);
 }
 
 void UserQueue::stop() {
@@ -35,7 +46,8 @@ void UserQueue::stop() {
 
 bool UserQueue::process(uint64_t rptr, uint64_t wptr) {
   RuntimeKnobs &k = knobs();
-  // Compute/GFX ring pointers count dwords; SDMA ring pointers count bytes.
+  // Compute/GFX ring pointers count dwords; SDMA ring pointers count bytes
+  // (sdma_v6_0_ring_set_wptr() writes ring->wptr << 2 to memory and the doorbell).
   const bool sdma = p_.ip == AMDGPU_HW_IP_DMA;
   // The MQD holds the ring size as a power of two, rounded up (CP_HQD_PQ_CONTROL.QUEUE_SIZE =
   // order_base_2(dwords) - 1 in the MES MQD setup): the engine wraps there.
@@ -74,9 +86,13 @@ bool UserQueue::process(uint64_t rptr, uint64_t wptr) {
     return false;
   }
   counters().jobs_completed.fetch_add(1, std::memory_order_relaxed);
-  // Publish the read pointer where the caller looks for it.
+  // Report the read position as the engine does: the CP writes CP_HQD_PQ_RPTR, a 32-bit dword
+  // offset inside the ring (gfx_v11_0_ring_get_rptr_compute() reads 32 bits); SDMA writes a
+  // 64-bit byte count (sdma_v6_0_ring_get_rptr() reads 64 bits and shifts by 2).
   GpuMemory out(*p_.vm, 0, 0);
-  if (!out.write64(p_.rptr_va, wptr)) {
+  const bool written = sdma ? out.write64(p_.rptr_va, wptr)
+                            : out.write32(p_.rptr_va, static_cast<uint32_t>(wptr % ring_dw));
+  if (!written) {
     p_.vm->record_fault(out.fault());
     counters().vm_faults.fetch_add(1, std::memory_order_relaxed);
     return false;
@@ -84,28 +100,29 @@ bool UserQueue::process(uint64_t rptr, uint64_t wptr) {
   return true;
 }
 
-void UserQueue::loop() {
+void UserQueue::loop(uint64_t rung) {
+  // The queue starts empty (the MQD's pointers are 0).
   uint64_t rptr = 0;
   auto idle = std::chrono::microseconds(10);
   while (!stop_.load()) {
-    GpuMemory mem(*p_.vm, 0, 0);
-    uint64_t wptr = 0;
-    if (!mem.read(p_.wptr_va, &wptr, sizeof(wptr))) {
-      p_.vm->record_fault(mem.fault());
-      counters().vm_faults.fetch_add(1, std::memory_order_relaxed);
-      hung_ = true;
-      return;
-    }
-    if (wptr != rptr) {
-      if (wptr < rptr || !process(rptr, wptr)) {
-        hung_ = true;  // MES would mark the queue hung; it executes nothing more
-        return;
+    const uint64_t bell = read_doorbell();
+    if (bell != rung) {
+      rung = bell;
+      // The engine takes the doorbell's data as the new write pointer (the kernel's own rings
+      // store wptr to memory, then WDOORBELL64(doorbell_index, wptr)).
+      const uint64_t wptr = bell;
+      if (wptr != rptr) {
+        if (wptr < rptr || !process(rptr, wptr)) {
+          hung_ = true;  // MES marks the queue hung; it executes nothing more
+          return;
+        }
+        rptr = wptr;
       }
-      rptr = wptr;
       idle = std::chrono::microseconds(10);
       continue;
     }
-    // Nothing new: back off from a short spin to the configured poll interval.
+    // Nothing rung: back off from a short spin to the configured poll interval (the emulator
+    // cannot trap the store itself, so it looks at the doorbell as the hardware's aperture would).
     std::unique_lock lk(mu_);
     cv_.wait_for(lk, idle, [&] { return stop_.load(); });
     idle = std::min(idle * 2, std::chrono::microseconds(knobs().userq_poll_us.load()));

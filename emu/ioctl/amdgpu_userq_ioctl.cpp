@@ -1,5 +1,6 @@
 // DRM_AMDGPU_USERQ (amdgpu_userq.c, mes_userqueue.c): argument checks in the kernel's order, then
-// a UserQueue that watches the write pointer.
+// a UserQueue that runs when its doorbell is written. QUERY_STATUS is the op proposed on amd-gfx
+// (see amdgpu_drm_ext.h); mainline answers it -EINVAL.
 #include <amdgpu_drm.h>
 
 #include <algorithm>
@@ -19,11 +20,11 @@ namespace {
 
 constexpr uint64_t kInvalidOffset = ~0ull;  // AMDGPU_BO_INVALID_OFFSET
 
-// amdgpu_userq_input_va_validate(): works in GPU pages, from the page holding `va`, for
-// expected_size >> PAGE_SHIFT pages (at least one).
+// amdgpu_userq_input_va_validate(): [addr, addr + size - 1] (addr with the GMC hole bits masked
+// off) inside one mapping.
 bool va_valid(const GpuVm &vm, uint64_t va, uint64_t size) {
-  const uint64_t pages = std::max<uint64_t>(1, size / va::kGpuPageSize);
-  return vm.covered_by_one_mapping(va & ~(va::kGpuPageSize - 1), pages * va::kGpuPageSize);
+  const uint64_t start = va & va::kHoleMask;
+  return size && start + (size - 1) >= start && vm.covered_by_one_mapping(start, size);
 }
 
 int check_args(const rvgl_drm_amdgpu_userq_in &in) {
@@ -37,9 +38,12 @@ int check_args(const rvgl_drm_amdgpu_userq_in &in) {
         return -EINVAL;
       if (in.flags & RVGL_AMDGPU_USERQ_CREATE_FLAGS_QUEUE_SECURE) return -EINVAL;  // no TMZ
       if (in.queue_va == kInvalidOffset || in.queue_va == 0 || in.queue_size == 0) return -EINVAL;
+      if (in.queue_size & (in.queue_size - 1)) return -EINVAL;  // a power of 2
+      if (in.queue_size < va::kGpuPageSize) return -EINVAL;
       if (!in.wptr_va || !in.rptr_va) return -EINVAL;
       return 0;
     case RVGL_AMDGPU_USERQ_OP_FREE:
+    case RVGL_AMDGPU_USERQ_OP_QUERY_STATUS:
       if (in.ip_type || in.doorbell_handle || in.doorbell_offset || in.flags || in.queue_va ||
           in.queue_size || in.rptr_va || in.wptr_va || in.mqd || in.mqd_size)
         return -EINVAL;
@@ -87,16 +91,28 @@ int create(DeviceFile &f, rvgl_drm_amdgpu_userq &args) {
   const IpBlock *blk = f.device.ip_block(in.ip_type);
   if (!blk || !blk->userq_slots) return -EINVAL;
   // Not a kernel check: the emulator caps rings at 64 MiB so a worker never buffers more.
-  if (in.queue_size % 4 || in.queue_size > (64u << 20)) return -EINVAL;
+  if (in.queue_size > (64u << 20)) return -EINVAL;
   // amdgpu_userq_input_va_validate(): the ring and both pointers inside existing mappings.
   if (!va_valid(*f.vm, in.queue_va, in.queue_size) ||
       !va_valid(*f.vm, in.rptr_va, va::kGpuPageSize) ||
       !va_valid(*f.vm, in.wptr_va, va::kGpuPageSize))
     return -EINVAL;
+  // amdgpu_userq_get_doorbell_index(): compute, SDMA and GFX doorbells are 64-bit, so the offset
+  // counts 8-byte doorbells. Pinning to the DOORBELL domain fails for any other object.
   auto doorbell = f.bo(in.doorbell_handle);
   if (!doorbell || doorbell->current_domain() != RVGL_AMDGPU_GEM_DOMAIN_DOORBELL) return -EINVAL;
-  if (uint64_t{in.doorbell_offset} * 4 + sizeof(uint64_t) > doorbell->size()) return -EINVAL;
+  if ((uint64_t{in.doorbell_offset} + 1) * RVGL_AMDGPU_USERQ_DOORBELL_SIZE > doorbell->size())
+    return -EINVAL;
   if (int r = check_mqd(f, in)) return r;
+  // mes_userq_create_wptr_mapping(): the object behind wptr_va goes into GART, one page at most.
+  auto wptr_bo = f.vm->bo_at(in.wptr_va & va::kHoleMask);
+  if (!wptr_bo || wptr_bo->size() > va::kGpuPageSize) return -EINVAL;
+  // amdgpu_userq_create(): the queue is filed under its absolute doorbell
+  // (amdgpu_doorbell_index_on_bar()); xa_insert refuses a doorbell already taken. Doorbell objects
+  // are per file here, so the file's own queues are all that can share one.
+  for (auto &[id, other] : f.userqs)
+    if (other->doorbell() == doorbell.get() && other->doorbell_offset() == in.doorbell_offset)
+      return -EBUSY;
 
   UserQueue::Params p;
   p.ip = in.ip_type;
@@ -115,6 +131,17 @@ int create(DeviceFile &f, rvgl_drm_amdgpu_userq &args) {
   return 0;
 }
 
+// The proposed amdgpu_userq_query_status(): HUNG once MES stopped the queue. VRAM is never lost
+// on the emulated device, so VRAMLOST stays clear.
+int query_status(DeviceFile &f, rvgl_drm_amdgpu_userq &args) {
+  std::shared_ptr<UserQueue> *q = f.userqs.find(args.in.queue_id);
+  if (!q) return -EINVAL;
+  const bool hung = (*q)->hung();
+  std::memset(&args, 0, sizeof(args));
+  if (hung) args.out_qs.flags |= RVGL_AMDGPU_USERQ_QUERY_STATUS_FLAGS_HUNG;
+  return 0;
+}
+
 }  // namespace
 
 int amdgpu_ioctl_userq(DeviceFile &f, void *data) {
@@ -124,7 +151,9 @@ int amdgpu_ioctl_userq(DeviceFile &f, void *data) {
   {
     std::lock_guard lk(Emulator::get().mutex());
     if (args.in.op == RVGL_AMDGPU_USERQ_OP_CREATE) return create(f, args);
-    if (!f.userqs.erase(args.in.queue_id, &gone)) return -EINVAL;
+    if (args.in.op == RVGL_AMDGPU_USERQ_OP_QUERY_STATUS) return query_status(f, args);
+    // amdgpu_userq_ioctl(): __xa_erase found nothing.
+    if (!f.userqs.erase(args.in.queue_id, &gone)) return -ENOENT;
   }
   gone.reset();  // stops and joins the worker outside the state lock
   return 0;

@@ -136,6 +136,15 @@ bool GpuVm::covered_by_one_mapping(uint64_t va, uint64_t size) const {
          it->second.size - (va - it->first) >= size;
 }
 
+std::shared_ptr<BufferObject> GpuVm::bo_at(uint64_t va) const {
+  std::lock_guard lk(mu_);
+  va = canon(va);
+  auto it = maps_.upper_bound(va);
+  if (it == maps_.begin()) return nullptr;
+  --it;
+  return va - it->first < it->second.size ? it->second.bo : nullptr;
+}
+
 bool GpuVm::resolve(uint64_t va, uint64_t len, VmAccess access, std::vector<VmPiece> &out,
                     VmFault &fault, uint64_t injected_va, uint64_t injected_len) const {
   out.clear();

@@ -50,6 +50,8 @@ class GpuVm {
   size_t mapping_count() const;
   // Whether [va, va+size) lies inside one mapping (the user-queue checks).
   bool covered_by_one_mapping(uint64_t va, uint64_t size) const;
+  // The object mapped at va, or null (amdgpu_vm_bo_lookup_mapping(), for the user-queue checks).
+  std::shared_ptr<BufferObject> bo_at(uint64_t va) const;
 
   // Resolves an access; false with `fault` filled when any byte is unmapped or not permitted.
   // `injected` is a VA range the configuration declares faulting.

@@ -78,6 +78,8 @@ class AmdgpuDevice {
   // ---- user queues and profiler (amdgpu_device_info.cpp) ----
   int userq_create(const rvgl_drm_amdgpu_userq_in &in, uint32_t *queue_id);
   int userq_free(uint32_t queue_id);
+  // RVGL_AMDGPU_USERQ_OP_QUERY_STATUS: *flags = RVGL_AMDGPU_USERQ_QUERY_STATUS_FLAGS_*.
+  int userq_query_status(uint32_t queue_id, uint32_t *flags);
   int profiler(rvgl_drm_amdgpu_profiler_args *args);
 
   // Any ioctl on this device: 0 or -errno (retries EINTR/EAGAIN like drmIoctl).

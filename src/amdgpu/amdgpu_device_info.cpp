@@ -66,6 +66,15 @@ int AmdgpuDevice::userq_free(uint32_t queue_id) {
   return ioctl(RVGL_DRM_IOCTL_AMDGPU_USERQ, &args);
 }
 
+int AmdgpuDevice::userq_query_status(uint32_t queue_id, uint32_t *flags) {
+  rvgl_drm_amdgpu_userq args{};
+  args.in.op = RVGL_AMDGPU_USERQ_OP_QUERY_STATUS;
+  args.in.queue_id = queue_id;
+  int r = ioctl(RVGL_DRM_IOCTL_AMDGPU_USERQ, &args);
+  if (r == 0) *flags = args.out_qs.flags;
+  return r;
+}
+
 int AmdgpuDevice::profiler(rvgl_drm_amdgpu_profiler_args *args) {
   return ioctl(RVGL_DRM_IOCTL_AMDGPU_PROFILER, args);
 }

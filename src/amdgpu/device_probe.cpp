@@ -82,7 +82,16 @@ int probe_device(AmdgpuDevice &dev, const Config &cfg, uint64_t features_support
       c.userq_eop_alignment = md.compute.eop_alignment;
     }
   }
-  if (info.userq_ip_mask & (1u << AMDGPU_HW_IP_DMA)) c.user_queue_ip_mask |= 1u << RVGL_IP_SDMA;
+  // An SDMA user queue needs a context save area (mes_userq_mqd_create() validates csa_va over
+  // the size AMDGPU_INFO_UQ_FW_AREAS reports): without that size no guest could size it.
+  if (info.userq_ip_mask & (1u << AMDGPU_HW_IP_DMA)) {
+    rvgl_drm_amdgpu_info_uq_metadata md{};
+    if (dev.query_uq_metadata(AMDGPU_HW_IP_DMA, &md) == 0 && md.sdma.csa_size) {
+      c.user_queue_ip_mask |= 1u << RVGL_IP_SDMA;
+      c.userq_sdma_csa_size = md.sdma.csa_size;
+      c.userq_sdma_csa_alignment = md.sdma.csa_alignment;
+    }
+  }
 
   rvgl_drm_amdgpu_profiler_args prof{};
   prof.op = RVGL_AMDGPU_PROFILER_OP_GET_VER;

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "context/compute_context.h"
+#include "context/user_queue_checks.h"
 #include "util/checked_math.h"
 
 namespace rvgl {
@@ -36,16 +37,16 @@ int32_t ComputeContext::cmd_queue_create(const Request &req, Response &rsp) {
   } else {
     if (!(cap.features & RVGL_FEATURE_USER_QUEUES) || !(cap.user_queue_ip_mask & (1u << q.ip)))
       return -ENODEV;
-    if (!is_pow2(q.queue_size) || q.queue_size < 256 || q.rptr_va % 8 || q.wptr_va % 8)
-      return -EINVAL;
-    if (!va_.in_range(q.queue_va, q.queue_size) || !va_.in_range(q.rptr_va, 8) ||
-        !va_.in_range(q.wptr_va, 8) || !va_.in_range(q.eop_va, 1))
-      return -EINVAL;
-    const MemoryObject *db = bos_.get(q.doorbell_bo);
-    if (!db) return -ENOENT;
-    if (db->domain() != RVGL_DOMAIN_DOORBELL || uint64_t{q.doorbell_offset} * 4 >= db->size())
-      return -EINVAL;
-    if (int err = UserQueue::create(dev_, q, db->segments()[0].handle, &entry->user)) return err;
+    auto in_use = [this](const MemoryObject *db, uint32_t offset) {
+      bool used = false;
+      queues_.for_each([&](uint32_t, const Queue &e) {
+        used |= e.user && e.user->doorbell() == db && e.user->doorbell_offset() == offset;
+      });
+      return used;
+    };
+    std::shared_ptr<MemoryObject> db;
+    if (int err = check_user_queue({cap, va_, bos_, in_use}, q, &db)) return err;
+    if (int err = UserQueue::create(dev_, q, std::move(db), &entry->user)) return err;
   }
   collect_drained();
   Queue *raw = entry.get();
@@ -138,7 +139,7 @@ int32_t ComputeContext::cmd_queue_state(const Request &req, Response &rsp) {
   if (entry->kernel) {
     entry->kernel->fill_state(&r);  // what the health owner published; never classified here
   } else {
-    r.state = RVGL_QUEUE_STATE_OK;  // the guest tracks its own ring
+    entry->user->fill_state(&r);  // what the kernel says; the guest tracks its own ring
   }
   return 0;
 }

@@ -24,6 +24,15 @@ int VaSpace::check_free(uint64_t va, uint64_t size) const {
   return 0;
 }
 
+const VaMapping *VaSpace::find(uint64_t va, uint64_t size) const {
+  auto end = checked_add(va, size);
+  if (size == 0 || !end) return nullptr;
+  auto it = maps_.upper_bound(va);
+  if (it == maps_.begin()) return nullptr;
+  const VaMapping &m = std::prev(it)->second;
+  return *end <= m.va + m.size ? &m : nullptr;
+}
+
 void VaSpace::insert(VaMapping m) {
   maps_.emplace(m.va, std::move(m));
 }

@@ -34,6 +34,10 @@ class VaSpace {
   // [va, va + size) inside [start, end) (no alignment or overlap check).
   bool in_range(uint64_t va, uint64_t size) const;
 
+  // The one mapping that holds all of [va, va + size), or null (size 0, overflow, unmapped, or the
+  // range crosses into a neighbouring mapping).
+  const VaMapping *find(uint64_t va, uint64_t size) const;
+
   void insert(VaMapping m);
   // Removes and returns the mapping starting at va with exactly this size.
   std::optional<VaMapping> take(uint64_t va, uint64_t size);

@@ -1,5 +1,7 @@
 #include "queue/user_queue.h"
 
+#include <cerrno>
+
 namespace rvgl {
 
 namespace {
@@ -18,16 +20,19 @@ uint32_t userq_priority(uint32_t p) {
 }  // namespace
 
 int UserQueue::create(std::shared_ptr<AmdgpuDevice> dev, const rvgl_req_queue_create &req,
-                      uint32_t doorbell_handle, std::unique_ptr<UserQueue> *out) {
+                      std::shared_ptr<MemoryObject> doorbell, std::unique_ptr<UserQueue> *out) {
   // Compute queues take an EOP buffer, SDMA queues a context save area: the protocol's eop_va
-  // carries whichever the engine needs (PROTOCOL.md, QUEUE_CREATE).
+  // carries whichever the engine needs (PROTOCOL.md, QUEUE_CREATE; mes_userq_mqd_create() reads
+  // drm_amdgpu_userq_mqd_compute_gfx11.eop_va / drm_amdgpu_userq_mqd_sdma_gfx11.csa_va).
   rvgl_drm_amdgpu_userq_mqd_compute_gfx11 compute{req.eop_va};
   rvgl_drm_amdgpu_userq_mqd_sdma_gfx11 sdma{req.eop_va};
   const bool is_sdma = req.ip == RVGL_IP_SDMA;
 
   rvgl_drm_amdgpu_userq_in in{};
   in.ip_type = is_sdma ? AMDGPU_HW_IP_DMA : AMDGPU_HW_IP_COMPUTE;
-  in.doorbell_handle = doorbell_handle;
+  in.doorbell_handle = doorbell->segments()[0].handle;
+  // The protocol counts 8-byte doorbells, as amdgpu_userq_get_doorbell_index() does for compute
+  // and SDMA (db_size = sizeof(u64)): the index goes to the kernel unchanged.
   in.doorbell_offset = req.doorbell_offset;
   in.flags = userq_priority(req.priority);
   in.queue_va = req.queue_va;
@@ -38,8 +43,35 @@ int UserQueue::create(std::shared_ptr<AmdgpuDevice> dev, const rvgl_req_queue_cr
   in.mqd_size = is_sdma ? sizeof(sdma) : sizeof(compute);
   uint32_t id;
   if (int err = dev->userq_create(in, &id)) return err;
-  out->reset(new UserQueue(std::move(dev), req.ip, id));
+  out->reset(new UserQueue(std::move(dev), req.ip, id, std::move(doorbell), req.doorbell_offset));
   return 0;
+}
+
+UserQueue::Observation UserQueue::observe() const {
+  Observation o;
+  o.error = dev_->userq_query_status(queue_id_, &o.queue_flags);
+  if (o.error) o.queue_flags = 0;
+  return o;
+}
+
+void UserQueue::fill_state(rvgl_rsp_queue_state *rsp) {
+  const Observation o = observe();
+  std::lock_guard lk(mu_);
+  // A hung queue is one whose jobs would have timed out (the kernel queue's -ETIME); VRAM lost
+  // cancels whatever the ring held (-ECANCELED, as CS answers a context that lost VRAM).
+  if (o.queue_flags & RVGL_AMDGPU_USERQ_QUERY_STATUS_FLAGS_HUNG) {
+    flags_ |= RVGL_QUEUE_FLAG_HANG;
+    if (!first_error_) first_error_ = -ETIME;
+  }
+  if (o.queue_flags & RVGL_AMDGPU_USERQ_QUERY_STATUS_FLAGS_VRAMLOST) {
+    flags_ |= RVGL_QUEUE_FLAG_VRAM_LOST;
+    if (!first_error_) first_error_ = -ECANCELED;
+  }
+  rsp->state = flags_ ? RVGL_QUEUE_STATE_LOST : RVGL_QUEUE_STATE_OK;
+  rsp->flags = flags_;
+  rsp->error = first_error_;
+  rsp->last_submitted_seq = 0;
+  rsp->last_completed_seq = 0;
 }
 
 UserQueue::~UserQueue() {

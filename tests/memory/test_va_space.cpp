@@ -34,3 +34,19 @@ TEST_CASE("VA unmap needs the exact start and size", "[memory]") {
   CHECK(va.take(0x110000, 0x4000));
   CHECK(va.count() == 0);
 }
+
+TEST_CASE("VA find returns the one mapping that holds a whole range", "[memory]") {
+  VaSpace va(0x100000, 0x200000, 0x1000);
+  va.insert(VaMapping{0x110000, 0x4000, 0, 1, nullptr});
+  va.insert(VaMapping{0x114000, 0x1000, 0, 3, nullptr});  // adjacent, another mapping
+  const VaMapping *m = va.find(0x110000, 0x4000);
+  REQUIRE(m);
+  CHECK(m->va == 0x110000);
+  CHECK(va.find(0x113ff8, 8) == m);
+  CHECK(va.find(0x113ff8, 16) == nullptr);  // crosses into the neighbour
+  CHECK(va.find(0x114000, 0x1000)->flags == 3);
+  CHECK(va.find(0x10fff8, 16) == nullptr);  // starts before
+  CHECK(va.find(0x115000, 8) == nullptr);   // unmapped
+  CHECK(va.find(0x110000, 0) == nullptr);
+  CHECK(va.find(0xfffffffffffffff8ull, 16) == nullptr);  // wraps
+}

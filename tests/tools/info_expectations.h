@@ -54,14 +54,16 @@ inline void check_json_matches_capset(const nlohmann::json &j, const rvgl_capset
   CHECK(s["num_sdma_rings"] == c.num_sdma_rings);
   CHECK(s["userq_eop_size"] == c.userq_eop_size);
   CHECK(s["userq_eop_alignment"] == c.userq_eop_alignment);
+  CHECK(s["userq_sdma_csa_size"] == c.userq_sdma_csa_size);
+  CHECK(s["userq_sdma_csa_alignment"] == c.userq_sdma_csa_alignment);
   CHECK(s["pad0"] == c.pad0);
   CHECK(s["marketing_name"] ==
         std::string(c.marketing_name, strnlen(c.marketing_name, sizeof(c.marketing_name))));
   REQUIRE(s["reserved"].size() == std::size(c.reserved));
   for (size_t i = 0; i < std::size(c.reserved); ++i)
     CHECK(s["reserved"][i] == c.reserved[i]);
-  // 36 numbers, pad0, the name and the reserved words: nothing more, nothing less.
-  CHECK(s.size() == 39);
+  // 38 numbers, pad0, the name and the reserved words: nothing more, nothing less.
+  CHECK(s.size() == 41);
   // One name per feature bit set.
   CHECK(j["decoded"]["features"].size() == std::bitset<64>(c.features).count());
 }

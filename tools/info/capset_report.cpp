@@ -75,6 +75,8 @@ constexpr std::array kFields = {
     RVGL_CAPSET_FIELD(kQueues, num_sdma_rings, Show::kDec),
     RVGL_CAPSET_FIELD(kQueues, userq_eop_size, Show::kBytes),
     RVGL_CAPSET_FIELD(kQueues, userq_eop_alignment, Show::kBytes),
+    RVGL_CAPSET_FIELD(kQueues, userq_sdma_csa_size, Show::kBytes),
+    RVGL_CAPSET_FIELD(kQueues, userq_sdma_csa_alignment, Show::kBytes),
 };
 #undef RVGL_CAPSET_FIELD
 

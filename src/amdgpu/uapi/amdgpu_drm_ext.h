@@ -67,6 +67,23 @@ extern "C" {
 /* ---- user queues (Linux 6.16+) ---- */
 #define RVGL_AMDGPU_USERQ_OP_CREATE 1u
 #define RVGL_AMDGPU_USERQ_OP_FREE 2u
+/*
+ * Queue status (hung, VRAM lost since creation). Proposed on amd-gfx ("drm/amdgpu: add UAPI for
+ * user queue query status", Alex Deucher, Aug 2025) and reverted from amd-staging-drm-next until
+ * Mesa uses it (Prike Liang, Dec 2025); mainline answers it -EINVAL, as any unknown op
+ * (amdgpu_userq_input_args_validate()). Callers treat -EINVAL as "this kernel cannot say".
+ */
+#define RVGL_AMDGPU_USERQ_OP_QUERY_STATUS 3u
+#define RVGL_AMDGPU_USERQ_QUERY_STATUS_FLAGS_HUNG (1u << 0)
+#define RVGL_AMDGPU_USERQ_QUERY_STATUS_FLAGS_VRAMLOST (1u << 1)
+
+/*
+ * Doorbells of compute, SDMA and GFX user queues are 64 bits wide: doorbell_offset counts 8-byte
+ * doorbells inside the doorbell object, and (offset + 1) * 8 must not pass its end
+ * (amdgpu_userq_get_doorbell_index(): db_size = sizeof(u64)). The queue's absolute doorbell is
+ * amdgpu_doorbell_index_on_bar(bo, offset, 8); two queues on one doorbell: -EBUSY (xa_insert).
+ */
+#define RVGL_AMDGPU_USERQ_DOORBELL_SIZE 8u
 
 #define RVGL_AMDGPU_USERQ_CREATE_FLAGS_QUEUE_PRIORITY_MASK 0x3u
 #define RVGL_AMDGPU_USERQ_CREATE_FLAGS_QUEUE_PRIORITY_NORMAL_LOW 0u
@@ -80,7 +97,7 @@ struct rvgl_drm_amdgpu_userq_in {
   __u32 queue_id;
   __u32 ip_type;
   __u32 doorbell_handle;
-  __u32 doorbell_offset; /* in dwords within the doorbell object */
+  __u32 doorbell_offset; /* index of a 64-bit doorbell in the object (not a dword index) */
   __u32 flags;
   __u64 queue_va;
   __u64 queue_size;
@@ -95,9 +112,16 @@ struct rvgl_drm_amdgpu_userq_out {
   __u32 _pad;
 };
 
+/* Output of RVGL_AMDGPU_USERQ_OP_QUERY_STATUS (drm_amdgpu_userq_out_query_state). */
+struct rvgl_drm_amdgpu_userq_out_query_state {
+  __u32 flags; /* RVGL_AMDGPU_USERQ_QUERY_STATUS_FLAGS_* */
+  __u32 _pad;
+};
+
 union rvgl_drm_amdgpu_userq {
   struct rvgl_drm_amdgpu_userq_in in;
   struct rvgl_drm_amdgpu_userq_out out;
+  struct rvgl_drm_amdgpu_userq_out_query_state out_qs;
 };
 
 struct rvgl_drm_amdgpu_userq_mqd_compute_gfx11 {
