@@ -130,7 +130,7 @@ class ComputeContext {
   };
   struct Queue {
     std::shared_ptr<KernelQueue> kernel;  // shared with its watch and the health owner
-    std::unique_ptr<UserQueue> user;
+    std::shared_ptr<UserQueue> user;  // shared with the health owner
     uint32_t ring_idx = 0;
     std::unique_ptr<QueueWatch> watch;  // kernel queues: the completion engine's view of it
     uint64_t watch_id = 0;

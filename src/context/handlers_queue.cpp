@@ -46,7 +46,9 @@ int32_t ComputeContext::cmd_queue_create(const Request &req, Response &rsp) {
     };
     std::shared_ptr<MemoryObject> db;
     if (int err = check_user_queue({cap, va_, bos_, in_use}, q, &db)) return err;
-    if (int err = UserQueue::create(dev_, q, std::move(db), &entry->user)) return err;
+    std::unique_ptr<UserQueue> uq;
+    if (int err = UserQueue::create(dev_, q, std::move(db), &uq)) return err;
+    entry->user = std::move(uq);
   }
   collect_drained();
   Queue *raw = entry.get();
@@ -62,6 +64,7 @@ int32_t ComputeContext::cmd_queue_create(const Request &req, Response &rsp) {
       return err;
     }
   }
+  if (raw->user) health_->add_user(handle, raw->user);
   rings_[q.ring_idx] = RingUse::kQueue;
   ring_queue_[q.ring_idx] = handle;
   rsp.as<rvgl_rsp_queue_create>().queue = handle;
@@ -139,7 +142,7 @@ int32_t ComputeContext::cmd_queue_state(const Request &req, Response &rsp) {
   if (entry->kernel) {
     entry->kernel->fill_state(&r);  // what the health owner published; never classified here
   } else {
-    entry->user->fill_state(&r);  // what the kernel says; the guest tracks its own ring
+    entry->user->fill_state(&r);  // what the health owner published; the guest tracks its ring
   }
   return 0;
 }

@@ -26,9 +26,20 @@ void QueueHealth::add(uint32_t handle, std::shared_ptr<KernelQueue> q) {
   queues_[handle] = Tracked{std::move(q), false};
 }
 
+void QueueHealth::add_user(uint32_t handle, std::shared_ptr<UserQueue> q) {
+  {
+    std::lock_guard lk(mu_);
+    users_[handle] = TrackedUser{std::move(q), false};
+    if (!next_user_poll_ns_) next_user_poll_ns_ = now_ns() + kUserPollNs;
+  }
+  rearm_();  // a new deadline
+}
+
 void QueueHealth::remove(uint32_t handle) {
   std::lock_guard lk(mu_);
   queues_.erase(handle);
+  users_.erase(handle);
+  if (users_.empty()) next_user_poll_ns_ = 0;
 }
 
 void QueueHealth::refused(uint32_t handle) {
@@ -54,10 +65,19 @@ void QueueHealth::completed(uint32_t handle, int64_t now) {
 
 int64_t QueueHealth::deadline_ns() {
   std::lock_guard lk(mu_);
-  return due_ns_;
+  if (!next_user_poll_ns_) return due_ns_;
+  return due_ns_ && due_ns_ < next_user_poll_ns_ ? due_ns_ : next_user_poll_ns_;
 }
 
 void QueueHealth::tick(int64_t now) {
+  {
+    std::lock_guard lk(mu_);
+    if (next_user_poll_ns_ && now >= next_user_poll_ns_) {
+      for (auto &[h, t] : users_)
+        t.dirty = true;
+      next_user_poll_ns_ = now + kUserPollNs;
+    }
+  }
   maybe_check(now);
 }
 
@@ -66,6 +86,8 @@ void QueueHealth::maybe_check(int64_t now) {
     std::lock_guard lk(mu_);
     bool dirty = false;
     for (const auto &[h, t] : queues_)
+      dirty |= t.dirty;
+    for (const auto &[h, t] : users_)
       dirty |= t.dirty;
     if (!dirty) {
       due_ns_ = 0;
@@ -94,6 +116,7 @@ void QueueHealth::check(int64_t now) {
     uint64_t ctx_flags = 0;
   };
   std::vector<Seen> seen;
+  std::vector<std::pair<uint32_t, std::shared_ptr<UserQueue>>> users;
   {
     std::lock_guard lk(mu_);
     for (auto &[h, t] : queues_) {
@@ -101,11 +124,16 @@ void QueueHealth::check(int64_t now) {
       t.dirty = false;
       seen.push_back({h, t.queue, {}, 0, 0});
     }
+    for (auto &[h, t] : users_) {
+      if (!t.dirty) continue;
+      t.dirty = false;
+      users.emplace_back(h, t.queue);
+    }
     last_check_ns_ = now;
     due_ns_ = 0;
     ++checks_;
   }
-  if (seen.empty()) return;
+  if (seen.empty() && users.empty()) return;
 
   // One observation, in the kernel's order of events: a failed job's fence carries its error
   // after its context was marked, so the error is read first and the context state after it;
@@ -130,11 +158,14 @@ void QueueHealth::check(int64_t now) {
         fault_owner = &s;
         break;
       }
-    if (!fault_owner && seen.size() == 1 && !seen[0].before.lost) fault_owner = &seen[0];
-    if (!fault_owner)
+    if (!fault_owner && seen.size() == 1 && users.empty() && !seen[0].before.lost)
+      fault_owner = &seen[0];
+    // With user queues looked at too, check_users() decides who gets it.
+    if (!fault_owner && users.empty())
       post(RVGL_EVENT_VM_FAULT, RVGL_EVENT_QUEUE_NONE, fault.addr,
            fault.status | (uint64_t{fault.vmhub} << 32));
   }
+  check_users(users, new_fault && !fault_owner, fault);
 
   for (Seen &s : seen) {
     if (s.before.lost) continue;
@@ -185,6 +216,44 @@ void QueueHealth::check(int64_t now) {
     s.q->publish(st);  // after its records: a guest that sees it lost finds them in the ring
   }
   events_.notify();
+}
+
+void QueueHealth::check_users(std::vector<std::pair<uint32_t, std::shared_ptr<UserQueue>>> &users,
+                              bool fault_unclaimed, const rvgl_drm_amdgpu_info_gpuvm_fault &fault) {
+  // A user queue that faulted stops (the kernel reports it hung: mes_userq_detect_and_reset(),
+  // amdgpu_userq_hang_detect_work()); the fault itself is only in the VM's fault cache. The only
+  // user queue looked at gets an unclaimed fault; with several, nobody can tell which.
+  uint32_t fault_queue = RVGL_EVENT_QUEUE_NONE;
+  if (fault_unclaimed && users.size() == 1) fault_queue = users[0].first;
+  if (fault_unclaimed && fault_queue == RVGL_EVENT_QUEUE_NONE)
+    post(RVGL_EVENT_VM_FAULT, RVGL_EVENT_QUEUE_NONE, fault.addr,
+         fault.status | (uint64_t{fault.vmhub} << 32));
+  for (auto &[handle, q] : users) {
+    UserQueue::Status st = q->status();
+    if (st.lost && handle != fault_queue) continue;
+    const UserQueue::Observation o = q->observe();  // -EINVAL: a kernel without QUERY_STATUS
+    uint32_t flags = 0;
+    if (o.queue_flags & RVGL_AMDGPU_USERQ_QUERY_STATUS_FLAGS_HUNG) flags |= RVGL_QUEUE_FLAG_HANG;
+    if (o.queue_flags & RVGL_AMDGPU_USERQ_QUERY_STATUS_FLAGS_VRAMLOST)
+      flags |= RVGL_QUEUE_FLAG_VRAM_LOST;
+    if (handle == fault_queue) flags |= RVGL_QUEUE_FLAG_VM_FAULT;
+    const uint32_t fresh = flags & ~st.flags;
+    std::lock_guard lk(mu_);
+    auto it = users_.find(handle);
+    if (it == users_.end() || it->second.queue != q) continue;
+    if (handle == fault_queue)
+      post(RVGL_EVENT_VM_FAULT, handle, fault.addr, fault.status | (uint64_t{fault.vmhub} << 32));
+    if (fresh & RVGL_QUEUE_FLAG_HANG) post(RVGL_EVENT_QUEUE_HANG, handle, 0, 0);
+    if (fresh & RVGL_QUEUE_FLAG_VRAM_LOST)
+      post(RVGL_EVENT_QUEUE_RESET, handle, RVGL_EVENT_RESET_INNOCENT | RVGL_EVENT_RESET_VRAM_LOST,
+           0);
+    st.flags |= flags;
+    if (flags & (RVGL_QUEUE_FLAG_HANG | RVGL_QUEUE_FLAG_VRAM_LOST)) {
+      if (!st.lost) st.error = (flags & RVGL_QUEUE_FLAG_HANG) ? -ETIME : -ECANCELED;
+      st.lost = true;
+    }
+    q->publish(st);
+  }
 }
 
 uint64_t QueueHealth::checks() const {

@@ -9,8 +9,10 @@
 //
 // When: after a queue's work reached a new point (its watch saw it), at most once per kInterval
 // per context (the rest is deferred to a deadline, never dropped), and soon after the VMM's thread
-// saw the kernel refuse a submission. The fault cache is read on every check, which is how a VM
-// fault that did not fail its job (the kernel's default, amdgpu.vm_fault_stop=0) is found.
+// saw the kernel refuse a submission. User queues have no completion the host sees (the guest
+// rings its own doorbell), so while a context has any they are looked at every kUserPollNs. The
+// fault cache is read on every check, which is how a VM fault that did not fail its job (the
+// kernel's default, amdgpu.vm_fault_stop=0) is found.
 #pragma once
 
 #include <cstdint>
@@ -18,11 +20,14 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <utility>
+#include <vector>
 
 #include "amdgpu/amdgpu_device.h"
 #include "events/event_ring.h"
 #include "queue/completion_engine.h"
 #include "queue/kernel_queue.h"
+#include "queue/user_queue.h"
 
 namespace rvgl {
 
@@ -31,6 +36,7 @@ class QueueHealth final : public CompletionEngine::Watch {
   // Checks run at most this often per context (a check costs 2 ioctls per queue with new
   // completions, plus one for the fault cache).
   static constexpr int64_t kIntervalNs = 1'000'000;
+  static constexpr int64_t kUserPollNs = 2'000'000;
 
   // rearm: makes the engine ask for deadline_ns() again (a deadline moved earlier).
   QueueHealth(std::shared_ptr<AmdgpuDevice> dev, EventRing &events, std::function<void()> rearm)
@@ -38,7 +44,8 @@ class QueueHealth final : public CompletionEngine::Watch {
 
   // VMM thread.
   void add(uint32_t handle, std::shared_ptr<KernelQueue> q);
-  // The queue is never looked at again, whatever is in flight.
+  void add_user(uint32_t handle, std::shared_ptr<UserQueue> q);
+  // The queue (kernel or user) is never looked at again, whatever is in flight.
   void remove(uint32_t handle);
   // The kernel refused a submission with `err` (ECANCELED, ENODEV): check soon.
   void refused(uint32_t handle);
@@ -59,6 +66,12 @@ class QueueHealth final : public CompletionEngine::Watch {
     std::shared_ptr<KernelQueue> queue;
     bool dirty = false;  // new completions (or a refusal) since the last check
   };
+  struct TrackedUser {
+    std::shared_ptr<UserQueue> queue;
+    bool dirty = false;
+  };
+  void check_users(std::vector<std::pair<uint32_t, std::shared_ptr<UserQueue>>> &users,
+                   bool fault_unclaimed, const rvgl_drm_amdgpu_info_gpuvm_fault &fault);
   // Runs a check if one is due and allowed now, else sets the deadline (mu_ not held).
   void maybe_check(int64_t now_ns);
   void check(int64_t now_ns);
@@ -70,6 +83,8 @@ class QueueHealth final : public CompletionEngine::Watch {
 
   mutable std::mutex mu_;  // queues_, last_check_ns_, due_ns_, checks_
   std::map<uint32_t, Tracked> queues_;
+  std::map<uint32_t, TrackedUser> users_;
+  int64_t next_user_poll_ns_ = 0;
   int64_t last_check_ns_ = 0;
   int64_t due_ns_ = 0;
   uint64_t checks_ = 0;

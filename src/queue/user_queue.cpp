@@ -54,22 +54,21 @@ UserQueue::Observation UserQueue::observe() const {
   return o;
 }
 
-void UserQueue::fill_state(rvgl_rsp_queue_state *rsp) {
-  const Observation o = observe();
+UserQueue::Status UserQueue::status() const {
   std::lock_guard lk(mu_);
-  // A hung queue is one whose jobs would have timed out (the kernel queue's -ETIME); VRAM lost
-  // cancels whatever the ring held (-ECANCELED, as CS answers a context that lost VRAM).
-  if (o.queue_flags & RVGL_AMDGPU_USERQ_QUERY_STATUS_FLAGS_HUNG) {
-    flags_ |= RVGL_QUEUE_FLAG_HANG;
-    if (!first_error_) first_error_ = -ETIME;
-  }
-  if (o.queue_flags & RVGL_AMDGPU_USERQ_QUERY_STATUS_FLAGS_VRAMLOST) {
-    flags_ |= RVGL_QUEUE_FLAG_VRAM_LOST;
-    if (!first_error_) first_error_ = -ECANCELED;
-  }
-  rsp->state = flags_ ? RVGL_QUEUE_STATE_LOST : RVGL_QUEUE_STATE_OK;
-  rsp->flags = flags_;
-  rsp->error = first_error_;
+  return status_;
+}
+
+void UserQueue::publish(const Status &s) {
+  std::lock_guard lk(mu_);
+  status_ = s;
+}
+
+void UserQueue::fill_state(rvgl_rsp_queue_state *rsp) const {
+  const Status s = status();
+  rsp->state = s.lost ? RVGL_QUEUE_STATE_LOST : RVGL_QUEUE_STATE_OK;
+  rsp->flags = s.flags;
+  rsp->error = s.error;
   rsp->last_submitted_seq = 0;
   rsp->last_completed_seq = 0;
 }

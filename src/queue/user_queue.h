@@ -32,10 +32,18 @@ class UserQueue {
   };
   Observation observe() const;
 
-  // Fills state/flags/error of a QUEUE_STATE response from observe(); a condition once seen stays
-  // (the kernel may remap a hung queue after a reset; the guest's ring state is gone all the same).
-  // The seqs stay 0: the host is not on the ring's path (any thread).
-  void fill_state(rvgl_rsp_queue_state *rsp);
+  // Published by the context's QueueHealth (the one classifier); a condition once seen stays (the
+  // kernel may remap a hung queue after a reset; the guest's ring state is gone all the same).
+  struct Status {
+    bool lost = false;
+    int error = 0;
+    uint32_t flags = 0;  // RVGL_QUEUE_FLAG_*
+  };
+  Status status() const;
+  void publish(const Status &s);
+  // Fills state/flags/error of a QUEUE_STATE response from what was published. The seqs stay 0:
+  // the host is not on the ring's path (any thread).
+  void fill_state(rvgl_rsp_queue_state *rsp) const;
 
  private:
   UserQueue(std::shared_ptr<AmdgpuDevice> dev, uint32_t ip, uint32_t id,
@@ -50,9 +58,8 @@ class UserQueue {
   uint32_t queue_id_;
   std::shared_ptr<MemoryObject> doorbell_;
   uint32_t doorbell_offset_;
-  std::mutex mu_;
-  uint32_t flags_ = 0;  // RVGL_QUEUE_FLAG_* seen so far
-  int first_error_ = 0;
+  mutable std::mutex mu_;
+  Status status_;
 };
 
 }  // namespace rvgl

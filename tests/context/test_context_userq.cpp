@@ -214,12 +214,13 @@ TEST_CASE("a user queue that faults is reported lost and hung by QUEUE_STATE", "
     return st.state == RVGL_QUEUE_STATE_LOST;
   }));
   CHECK(st.hdr.result == 0);
-  CHECK(st.flags == RVGL_QUEUE_FLAG_HANG);
+  // The only queue the host looked at: the fault cache's new entry is its own.
+  CHECK(st.flags == (RVGL_QUEUE_FLAG_HANG | RVGL_QUEUE_FLAG_VM_FAULT));
   CHECK(st.error == -ETIME);
   CHECK(g.compute_rptr() == 0);           // the engine stopped on the first packet
   CHECK(g.data.ptr<uint32_t>()[0] == 0);  // and ran nothing after it
   // The state stays what it became; destroying the queue frees its doorbell.
-  CHECK(g.h.queue_state(q).flags == RVGL_QUEUE_FLAG_HANG);
+  CHECK(g.h.queue_state(q).flags == (RVGL_QUEUE_FLAG_HANG | RVGL_QUEUE_FLAG_VM_FAULT));
   CHECK(g.h.queue_destroy(q) == 0);
   CHECK(g.create(g.request(RVGL_IP_COMPUTE, 1), &q) == 0);
 }

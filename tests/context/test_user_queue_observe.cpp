@@ -89,7 +89,11 @@ TEST_CASE("UserQueue::observe reports what QUERY_STATUS says", "[queue][userq]")
   CHECK(o.error == 0);
   CHECK(o.queue_flags == RVGL_AMDGPU_USERQ_QUERY_STATUS_FLAGS_HUNG);
 
+  // QUEUE_STATE reports only what the health owner published (QueueHealth classifies).
   rvgl_rsp_queue_state st{};
+  q->fill_state(&st);
+  CHECK(st.state == RVGL_QUEUE_STATE_OK);
+  q->publish({true, -ETIME, RVGL_QUEUE_FLAG_HANG});
   q->fill_state(&st);
   CHECK(st.state == RVGL_QUEUE_STATE_LOST);
   CHECK(st.flags == RVGL_QUEUE_FLAG_HANG);
