@@ -71,6 +71,13 @@ std::string knob_variable(const std::string &knob) {
   return name + knob.substr(eq);
 }
 
+// What the server will see for a setting: ours, else the inherited variable, else the default.
+std::string setting(const std::string &ours, const char *variable, const char *fallback) {
+  if (!ours.empty()) return ours;
+  const char *v = std::getenv(variable);
+  return v && *v ? v : fallback;
+}
+
 int run_and_wait(const std::vector<std::string> &args) {
   std::vector<std::string> a = args;
   std::vector<char *> argv;
@@ -175,8 +182,9 @@ int serve(const Options &o) {
                     hooks));
   else
     say(fmt::format("emulated GPU (profile {}, {} device(s)), {} and {}",
-                    o.profile.empty() ? "gfx1100" : o.profile, o.devices.value_or(1), emulator,
-                    hooks));
+                    setting(o.profile, "RVGL_EMU_PROFILE", "gfx1100"),
+                    setting(o.devices ? std::to_string(*o.devices) : "", "RVGL_EMU_DEVICES", "1"),
+                    emulator, hooks));
   say(fmt::format("{} pid {} listening on {}", o.server, server.pid(), socket));
 
   if (o.check) {

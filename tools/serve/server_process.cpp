@@ -101,6 +101,8 @@ bool ServerProcess::start(const ServerSpec &spec, std::string *error) {
     posix_spawn_file_actions_addopen(&fa, STDOUT_FILENO, spec.log_path.c_str(),
                                      O_WRONLY | O_CREAT | O_APPEND, 0600);
     posix_spawn_file_actions_adddup2(&fa, STDOUT_FILENO, STDERR_FILENO);
+  } else {
+    posix_spawn_file_actions_adddup2(&fa, STDERR_FILENO, STDOUT_FILENO);  // our stdout: ours
   }
   const int err = posix_spawnp(&pid_, spec.program.c_str(), &fa, &attr, argv.data(), envp.data());
   posix_spawn_file_actions_destroy(&fa);

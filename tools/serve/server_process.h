@@ -14,7 +14,7 @@ struct ServerSpec {
   std::string program;               // virgl_test_server, a path or a name looked up in PATH
   std::vector<std::string> args;     // after argv[0]
   std::vector<std::string> env_set;  // NAME=value, replacing inherited variables of that name
-  std::string log_path;              // its stdout and stderr are appended here; "": ours
+  std::string log_path;              // its stdout and stderr are appended here; "": our stderr
 };
 
 class ServerProcess {
