@@ -44,8 +44,9 @@ class ServerProcess {
   std::string end_;
 };
 
-// A Unix socket at `path` that listens (/proc/net/unix marks listening sockets with
-// __SO_ACCEPTCON, 0x10000, in its Flags column; the file appears at bind(), before listen()).
+// A Unix socket at `path` that listens. The file appears at bind(), before listen(), so its
+// existence is not enough: /proc/net/unix's Flags column has __SO_ACCEPTCON (0x10000) for a
+// listening socket (Linux net/unix/af_unix.c, unix_seq_show).
 bool socket_listening(const std::string &path);
 
 // Processes of group `pgid` that are alive (not zombies), from /proc.

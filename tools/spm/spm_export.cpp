@@ -12,7 +12,8 @@ namespace rvgl::spm {
 
 namespace {
 
-// Trace-event JSON process ids: XCC n is pid n + 1 (pid 0 is the idle task to Perfetto's importer).
+// Trace-event JSON process ids: XCC n is pid n + 1, so that no XCC is given pid 0 (no real
+// process has it, and a reader may take it for "no pid").
 int pid_of(uint32_t xcc) {
   return static_cast<int>(xcc) + 1;
 }
@@ -81,8 +82,10 @@ bool write_trace_json(const std::string &path, const std::vector<Sample> &all,
   const double ticks_per_us = opt.counter_freq_khz ? opt.counter_freq_khz / 1000.0 : 1.0;
   auto us = [&](uint64_t ticks) { return static_cast<double>(ticks - t.t0) / ticks_per_us; };
 
-  // Metadata events name the processes and order them by XCC (Trace Event Format, "Metadata
-  // Events": process_name, process_sort_index, thread_name).
+  // The Trace Event Format (Google's "Trace Event Format" document, the catapult trace viewer's
+  // input): "M" metadata events process_name / process_sort_index / thread_name name and order
+  // the processes; "C" counter events are process-local, one track per name, a series per args
+  // key; "X" complete events carry ts and dur; every ts is in microseconds.
   nlohmann::json events = nlohmann::json::array();
   const std::string suffix = opt.device.empty() ? "" : ", " + opt.device;
   for (uint32_t x : xccs_present(samples)) {
