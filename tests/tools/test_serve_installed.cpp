@@ -226,7 +226,28 @@ TEST_CASE("installed rvgl-serve serves the installed demo and Ctrl-C leaves noth
   CHECK(demo.exit_status == 0);
   CHECK(demo.out.find("result   : PASS") != std::string::npos);
   CHECK(demo.out.find("AMD Radeon RX 7900 XTX") != std::string::npos);  // the default profile
-  REQUIRE(kill(serve.pid(), SIGINT) == 0);                              // what Ctrl-C sends
+
+  // The issue's user path: record with rvgl-demo spm, then look at it with rvgl-spm.
+  const std::string out = tree().root + "/spm-out";
+  fs::create_directories(out);
+  const auto rec = run_program({tree().bin + "/rvgl-demo", "--socket", st.socket, "spm",
+                                "--buffers", "2", "--buffer-kib", "16", "--out-dir", out});
+  INFO(rec.out << rec.err);
+  CHECK(rec.exit_status == 0);
+  CHECK(rec.out.find("counters : 124 per sample on AMD Radeon RX 7900 XTX (gfx IP 11.0.0), "
+                     "named GLOBAL_0 .. SE5_15") != std::string::npos);
+  const auto spm = run_program({tree().bin + "/rvgl-spm", out + "/spm-recording.bin", "--png",
+                                out + "/spm.png", "--summary", "--counters", "GLOBAL_0", "SE5_15"});
+  INFO(spm.out << spm.err);
+  CHECK(spm.exit_status == 0);
+  CHECK(spm.err.empty());
+  CHECK(spm.out.rfind("AMD Radeon RX 7900 XTX (gfx IP 11.0.0): 2 buffers, 2 slices (0 with data "
+                      "loss), ",
+                      0) == 0);
+  CHECK(std::regex_search(spm.out, std::regex("\n  GLOBAL_0 +events/sample ")));
+  CHECK(std::regex_search(spm.out, std::regex("\n  SE5_15 +events/sample ")));
+  CHECK(fs::file_size(out + "/spm.png") > 0);
+  REQUIRE(kill(serve.pid(), SIGINT) == 0);  // what Ctrl-C sends
   CHECK(serve.wait_exit() == 0);
   CHECK(serve.output().find("rvgl-serve: stopped (Interrupt)") != std::string::npos);
   check_nothing_left(st);

@@ -27,7 +27,8 @@ constexpr int kBottom = 64;      // time tics and label
 constexpr int kLeft = 90, kRight = 30;
 
 // Colours: a light one for the raw samples under a dark one for the smoothed line. Several XCCs
-// get the dark colours of a qualitative palette, raw samples drawn translucent (#AARRGGBB).
+// get the dark colours of a qualitative palette, raw samples drawn faint (#AARRGGBB: AA is the
+// transparency).
 constexpr const char *kRawSingle = "#a6c4e0";
 constexpr const char *kSmoothSingle = "#1f4e8c";
 constexpr const char *kPalette[] = {"1f77b4", "d62728", "2ca02c", "9467bd",
@@ -97,7 +98,7 @@ struct XccSeries {
 
 XccSeries build_series(const std::vector<Sample> &samples, uint32_t xcc,
                        const std::vector<uint32_t> &counters, const TimeAxis &axis,
-                       const std::vector<Gap> &gaps) {
+                       const std::vector<Gap> &gaps, bool several) {
   XccSeries s{xcc,
               {},
               std::vector<std::vector<double>>(counters.size()),
@@ -111,8 +112,10 @@ XccSeries build_series(const std::vector<Sample> &samples, uint32_t xcc,
     for (size_t j = 0; j < counters.size(); ++j)
       s.raw[j].push_back(smp.counters[counters[j]]);
   }
-  // About 50 points of smoothing across the plot, never across a gap.
-  const size_t window = std::max<size_t>(1, s.t.size() / 50) | 1;
+  // A window of 1/50 of the samples, never across a gap. Several XCCs share a panel, so their
+  // lines are smoothed at least over 9 samples and their raw samples drawn faint: overlaid, the
+  // raw lines of eight XCCs are noise.
+  const size_t window = std::max<size_t>(several ? 9 : 1, s.t.size() / 50) | 1;
   for (size_t j = 0; j < counters.size(); ++j) {
     s.smooth[j].resize(s.t.size());
     size_t begin = 0;
@@ -212,7 +215,7 @@ bool write_page(const std::string &png, const std::string &dir, size_t page, siz
     for (size_t x = 0; x < series.size(); ++x) {
       const bool one = series.size() == 1;
       const std::string raw =
-          one ? kRawSingle : fmt::format("#a0{}", kPalette[series[x].xcc % std::size(kPalette)]);
+          one ? kRawSingle : fmt::format("#d8{}", kPalette[series[x].xcc % std::size(kPalette)]);
       const std::string smooth =
           one ? kSmoothSingle : fmt::format("#{}", kPalette[series[x].xcc % std::size(kPalette)]);
       g += fmt::format(
@@ -285,7 +288,7 @@ bool write_png(const std::string &path, const std::vector<Sample> &samples,
   for (uint32_t x : xccs) {
     const auto g = find_gaps(shown, x);
     gaps.insert(gaps.end(), g.begin(), g.end());
-    series.push_back(build_series(shown, x, counters, axis, g));
+    series.push_back(build_series(shown, x, counters, axis, g, xccs.size() > 1));
   }
   TempDir dir;
   if (!dir.create()) {
