@@ -245,7 +245,8 @@ int main(int argc, char **argv) {
   spm_cmd->add_option("--fill-timeout-ms", spm.fill_timeout_ms,
                       "how long the kernel may wait for a buffer to fill");
   spm_cmd->add_option("--xcp", spm.xcp, "SPM partition");
-  spm_cmd->add_option("--counters", spm.counters, "counter indices to export (default: first 8)");
+  spm_cmd->add_option("--counters", spm.counter_selection,
+                      "counters to export: indices, names or 'all' (default: the first 8)");
   spm_cmd
       ->add_option("--counter-names", spm.counter_names_file,
                    "names for the counters: lines 'INDEX NAME [UNIT]' (docs/spm.md)")

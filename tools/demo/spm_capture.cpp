@@ -112,6 +112,12 @@ Result<SpmCapture> capture_spm(ComputeClient &c, const SpmCaptureOptions &o) {
     if (!spm::read_counter_names(o.counter_names_file, &out.info.counters, &err))
       return make_error(-EINVAL, err);
   }
+  std::vector<uint32_t> exported = o.counters;
+  if (!o.counter_selection.empty()) {
+    std::string err;
+    if (!spm::select_counters(o.counter_selection, out.info.counters, 8, &exported, &err))
+      return make_error(-EINVAL, err);
+  }
 
   const uint64_t sample_bytes = uint64_t{spm::lines_per_sample(out.layout)} * 32;
   const uint64_t per_xcc = (o.buffer_bytes / xccs) & ~uint64_t{31};
@@ -175,7 +181,7 @@ Result<SpmCapture> capture_spm(ComputeClient &c, const SpmCaptureOptions &o) {
   if (auto st = blob.release(); !st) return st.error();
 
   spm::ExportOptions eo;
-  eo.counters = o.counters;
+  eo.counters = exported;
   eo.counter_freq_khz = out.layout.counter_freq_khz;
   eo.names = out.info.counters;
   eo.device = out.info.device;

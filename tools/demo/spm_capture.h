@@ -25,6 +25,8 @@ struct SpmCaptureOptions {
   std::string out_dir;             // must exist
   bool write_recording = true;     // spm-recording.bin, for `rvgl-spm --png`
   std::vector<uint32_t> counters;  // exported counters; empty: the first 8
+  // The same as rvgl-spm's --counters (indices, names or "all"); when given, replaces counters.
+  std::vector<std::string> counter_selection;
   // Names for the counters (spm_counters.h: "INDEX NAME [UNIT]" lines) when the host's SPM
   // programming is known; the others keep the names of their place in the sample layout.
   std::string counter_names_file;
