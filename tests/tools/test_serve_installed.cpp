@@ -157,9 +157,21 @@ class Serve {
       usleep(10000);
     }
     pid_ = -1;
-    std::smatch ignored;
-    wait_for(std::regex("$^"), &ignored);  // the rest of its output, up to EOF
+    read_to_end();
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  }
+  // The rest of its output, up to EOF (bounded: 20 s).
+  void read_to_end() {
+    const auto give_up = Clock::now() + std::chrono::seconds(20);
+    char chunk[4096];
+    for (;;) {
+      pollfd p{out_, POLLIN, 0};
+      if (Clock::now() > give_up || poll(&p, 1, 1000) < 0) return;
+      if (p.revents == 0) continue;
+      const ssize_t n = read(out_, chunk, sizeof(chunk));
+      if (n <= 0) return;
+      buf_.append(chunk, static_cast<size_t>(n));
+    }
   }
   pid_t pid() const { return pid_; }
   std::string output() const {
@@ -297,6 +309,20 @@ TEST_CASE("a server that dies ends rvgl-serve with status 1 and its socket remov
   REQUIRE(kill(st.server, SIGKILL) == 0);
   CHECK(serve.wait_exit() == 1);
   check_nothing_left(st);
+}
+
+TEST_CASE("the server does not outlive an rvgl-serve killed outright", "[tools][serve][e2e]") {
+  REQUIRE_TREE();
+  Serve serve({});
+  const Started st = started(serve);
+  REQUIRE(kill(serve.pid(), SIGKILL) == 0);  // no cleanup runs: the kernel's parent-death signal
+  CHECK(serve.wait_exit() == -1);            // killed, not exited
+  const auto give_up = Clock::now() + std::chrono::seconds(10);
+  while (!leftovers(st.server, st.socket).empty() && Clock::now() < give_up)
+    usleep(10000);
+  CHECK(leftovers(st.server, st.socket).empty());
+  std::error_code ec;
+  fs::remove_all(fs::path(st.socket).parent_path(), ec);  // what rvgl-serve had no time to remove
 }
 
 TEST_CASE("rvgl-serve refuses options it cannot honour", "[tools][serve][e2e]") {

@@ -3,7 +3,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
-#include <spawn.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -86,34 +86,66 @@ bool ServerProcess::start(const ServerSpec &spec, std::string *error) {
   args.insert(args.end(), spec.args.begin(), spec.args.end());
   std::vector<std::string> env = environment_with(spec.env_set);
   std::vector<char *> argv = c_strings(args), envp = c_strings(env);
-  posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
-  // Its own group, so stop() reaches the per-client processes it forks. Signals we block for
-  // sigwait must not stay blocked in the server.
-  sigset_t none;
-  sigemptyset(&none);
-  posix_spawnattr_setsigmask(&attr, &none);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK);
-  posix_spawnattr_setpgroup(&attr, 0);
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
+  int log_fd = -1;
   if (!spec.log_path.empty()) {
-    posix_spawn_file_actions_addopen(&fa, STDOUT_FILENO, spec.log_path.c_str(),
-                                     O_WRONLY | O_CREAT | O_APPEND, 0600);
-    posix_spawn_file_actions_adddup2(&fa, STDOUT_FILENO, STDERR_FILENO);
-  } else {
-    posix_spawn_file_actions_adddup2(&fa, STDERR_FILENO, STDOUT_FILENO);  // our stdout: ours
+    log_fd = open(spec.log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+    if (log_fd < 0) {
+      *error = "cannot open " + spec.log_path + ": " + std::strerror(errno);
+      return false;
+    }
   }
-  const int err = posix_spawnp(&pid_, spec.program.c_str(), &fa, &attr, argv.data(), envp.data());
-  posix_spawn_file_actions_destroy(&fa);
-  posix_spawnattr_destroy(&attr);
-  if (err) {
-    pid_ = -1;
-    *error = "cannot start " + spec.program + ": " + std::strerror(err);
+  // The child reports a failed exec through this pipe (closed on a successful one).
+  int report[2];
+  if (pipe2(report, O_CLOEXEC) != 0) {
+    if (log_fd >= 0) close(log_fd);
+    *error = std::string("pipe: ") + std::strerror(errno);
     return false;
   }
+  const pid_t parent = getpid();
+  // fork + exec rather than posix_spawn for PR_SET_PDEATHSIG: if rvgl-serve itself is killed
+  // (SIGKILL runs no cleanup), the server gets SIGTERM instead of serving on unowned. Only
+  // async-signal-safe calls between fork and exec.
+  const pid_t pid = fork();
+  if (pid == 0) {
+    // Its own group, so stop() reaches the per-client processes it forks; none of the signals
+    // we block for sigtimedwait stay blocked in it.
+    setpgid(0, 0);
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, nullptr);
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (getppid() != parent) _exit(127);  // we died before prctl took effect
+    // Its output: the log, or our stderr (our stdout carries only rvgl-serve's own lines).
+    dup2(log_fd >= 0 ? log_fd : STDERR_FILENO, STDOUT_FILENO);
+    if (log_fd >= 0) dup2(log_fd, STDERR_FILENO);
+    execvpe(argv[0], argv.data(), envp.data());
+    const int e = errno;
+    (void)!write(report[1], &e, sizeof(e));
+    _exit(127);
+  }
+  close(report[1]);
+  if (log_fd >= 0) close(log_fd);
+  if (pid < 0) {
+    close(report[0]);
+    *error = std::string("fork: ") + std::strerror(errno);
+    return false;
+  }
+  int exec_errno = 0;
+  ssize_t n;
+  while ((n = read(report[0], &exec_errno, sizeof(exec_errno))) < 0 && errno == EINTR) {
+  }
+  close(report[0]);
+  pid_ = pid;
   reaped_ = false;
   end_.clear();
+  if (n > 0) {
+    int status = 0;
+    waitpid(pid_, &status, 0);
+    pid_ = -1;
+    reaped_ = true;
+    *error = "cannot start " + spec.program + ": " + std::strerror(exec_errno);
+    return false;
+  }
   return true;
 }
 
