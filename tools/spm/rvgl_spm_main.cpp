@@ -88,6 +88,12 @@ int main(int argc, char **argv) {
       "{}{} buffers, {} slices ({} with data loss), {} samples, {} bytes, {} counters/sample\n",
       rec.info.device.empty() ? "" : rec.info.device + ": ", stats.buffers, stats.slices,
       stats.slices_with_loss, stats.samples, stats.bytes, opt.names.size());
+  if (stats.timestamp_regressions)
+    fmt::print(stderr,
+               "rvgl-spm: {} samples are not newer than the one before them on their XCC: the "
+               "stream lost its sample alignment (a loss inside a sample?), and what follows is "
+               "not meaningful\n",
+               stats.timestamp_regressions);
   if (counters.empty() && opt.names.size() > kDefaultCounters)
     fmt::print(stderr,
                "rvgl-spm: {} counters per sample; exporting the first {} ({}); choose others "
