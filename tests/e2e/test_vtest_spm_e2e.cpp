@@ -84,16 +84,16 @@ void check_csv(const fs::path &p, uint64_t samples) {
 }
 
 // The trace: valid JSON whose counter events ("ph": "C") make one track per (XCC, counter), each
-// with a numeric value and rising timestamps.
+// with a numeric value and rising timestamps. A track is a name within a process (one per XCC).
 void check_trace(const fs::path &p, uint64_t samples, uint32_t xccs, size_t counters) {
   std::ifstream f(p);
   const nlohmann::json doc = nlohmann::json::parse(f);  // throws (fails the test) if invalid
-  std::map<std::string, double> last_ts;
+  std::map<std::pair<int, std::string>, double> last_ts;
   size_t events = 0, not_rising = 0, no_value = 0;
   for (const auto &e : doc.at("traceEvents")) {
     if (e.at("ph") != "C") continue;
     ++events;
-    const std::string track = e.at("name");
+    const std::pair<int, std::string> track{e.at("pid"), e.at("name")};
     const double ts = e.at("ts");
     if (!e.at("args").contains("value") || !e.at("args").at("value").is_number()) ++no_value;
     auto it = last_ts.find(track);

@@ -193,6 +193,9 @@ int run_spm(const std::string &socket, const rvgl::demo::SpmCaptureOptions &o) {
   const rvgl::demo::SpmCapture &r = *cap_result;
   fmt::print("layout   : {} lines per sample, destinations of {} bytes ({} per XCC)\n",
              rvgl::spm::lines_per_sample(r.layout), r.dest_bytes, r.dest_bytes / r.layout.num_xcc);
+  if (!r.info.counters.empty())
+    fmt::print("counters : {} per sample on {}, named {} .. {}\n", r.info.counters.size(),
+               r.info.device, r.info.counters.front().name, r.info.counters.back().name);
   int bad = 0;
   for (size_t i = 0; i < r.buffers.size(); ++i) {
     const auto &b = r.buffers[i];
@@ -211,7 +214,8 @@ int run_spm(const std::string &socket, const rvgl::demo::SpmCaptureOptions &o) {
   check(client->session().shared_page().async_error() == 0, "no asynchronous errors reported");
   fmt::print("files    : {}\n           {}\n", r.csv_path, r.trace_path);
   if (!r.recording_path.empty())
-    fmt::print("           {} (rvgl-spm {} --png spm.png)\n", r.recording_path, r.recording_path);
+    fmt::print("           {} (rvgl-spm {} --png spm.png --summary)\n", r.recording_path,
+               r.recording_path);
   const double total = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
   fmt::print("result   : {} — {} buffers, {} slices with data loss, {:.1f} ms\n",
              bad ? "FAIL" : "PASS", r.buffers.size(), r.stats.slices_with_loss, total);
@@ -241,7 +245,12 @@ int main(int argc, char **argv) {
   spm_cmd->add_option("--fill-timeout-ms", spm.fill_timeout_ms,
                       "how long the kernel may wait for a buffer to fill");
   spm_cmd->add_option("--xcp", spm.xcp, "SPM partition");
-  spm_cmd->add_option("--counters", spm.counters, "counter indices to export (default: first 8)");
+  spm_cmd->add_option("--counters", spm.counter_selection,
+                      "counters to export: indices, names or 'all' (default: the first 8)");
+  spm_cmd
+      ->add_option("--counter-names", spm.counter_names_file,
+                   "names for the counters: lines 'INDEX NAME [UNIT]' (docs/spm.md)")
+      ->check(CLI::ExistingFile);
   spm_cmd->add_option("-o,--out-dir", spm.out_dir, "where the files go")
       ->required()
       ->check(CLI::ExistingDirectory);

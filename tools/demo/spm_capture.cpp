@@ -3,6 +3,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "spm_counters.h"
 #include "spm_export.h"
 #include "spm_recording.h"
 
@@ -81,6 +82,16 @@ Status check_options(const rvgl_capset &cap, const SpmCaptureOptions &o) {
   return {};
 }
 
+// "AMD Radeon RX 7900 XTX (gfx IP 11.0.0)", with anything a label may not hold blanked.
+std::string device_label(const rvgl_capset &cap) {
+  std::string name(cap.marketing_name, strnlen(cap.marketing_name, sizeof(cap.marketing_name)));
+  for (char &ch : name)
+    if (!spm::valid_counter_unit(std::string_view(&ch, 1))) ch = ' ';
+  if (name.empty()) name = "unnamed device";
+  return name + " (gfx IP " + std::to_string(cap.gfx_ip_major) + "." +
+         std::to_string(cap.gfx_ip_minor) + "." + std::to_string(cap.gfx_ip_stepping) + ")";
+}
+
 }  // namespace
 
 Result<SpmCapture> capture_spm(ComputeClient &c, const SpmCaptureOptions &o) {
@@ -94,6 +105,19 @@ Result<SpmCapture> capture_spm(ComputeClient &c, const SpmCaptureOptions &o) {
   out.layout.se_lines = o.se_lines;
   out.layout.shader_engines = cap.num_shader_engines / xccs;
   out.layout.counter_freq_khz = cap.gpu_counter_freq_khz;
+  out.info.device = device_label(cap);
+  out.info.counters = spm::layout_counter_names(out.layout);
+  if (!o.counter_names_file.empty()) {
+    std::string err;
+    if (!spm::read_counter_names(o.counter_names_file, &out.info.counters, &err))
+      return make_error(-EINVAL, err);
+  }
+  std::vector<uint32_t> exported = o.counters;
+  if (!o.counter_selection.empty()) {
+    std::string err;
+    if (!spm::select_counters(o.counter_selection, out.info.counters, 8, &exported, &err))
+      return make_error(-EINVAL, err);
+  }
 
   const uint64_t sample_bytes = uint64_t{spm::lines_per_sample(out.layout)} * 32;
   const uint64_t per_xcc = (o.buffer_bytes / xccs) & ~uint64_t{31};
@@ -137,7 +161,7 @@ Result<SpmCapture> capture_spm(ComputeClient &c, const SpmCaptureOptions &o) {
   spm::SpmRecordingWriter writer;
   if (o.write_recording) {
     out.recording_path = o.out_dir + "/spm-recording.bin";
-    if (!writer.open(out.recording_path, out.layout))
+    if (!writer.open(out.recording_path, out.layout, out.info))
       return make_error(-EIO, "cannot create " + out.recording_path);
   }
   std::vector<spm::Sample> samples;
@@ -157,8 +181,10 @@ Result<SpmCapture> capture_spm(ComputeClient &c, const SpmCaptureOptions &o) {
   if (auto st = blob.release(); !st) return st.error();
 
   spm::ExportOptions eo;
-  eo.counters = o.counters;
+  eo.counters = exported;
   eo.counter_freq_khz = out.layout.counter_freq_khz;
+  eo.names = out.info.counters;
+  eo.device = out.info.device;
   std::string err;
   out.csv_path = o.out_dir + "/spm-samples.csv";
   out.trace_path = o.out_dir + "/spm-trace.json";

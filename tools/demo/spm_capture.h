@@ -10,6 +10,7 @@
 
 #include "compute_client.h"
 #include "spm_decode.h"
+#include "spm_recording.h"
 
 namespace rvgl::demo {
 
@@ -24,6 +25,11 @@ struct SpmCaptureOptions {
   std::string out_dir;             // must exist
   bool write_recording = true;     // spm-recording.bin, for `rvgl-spm --png`
   std::vector<uint32_t> counters;  // exported counters; empty: the first 8
+  // The same as rvgl-spm's --counters (indices, names or "all"); when given, replaces counters.
+  std::vector<std::string> counter_selection;
+  // Names for the counters (spm_counters.h: "INDEX NAME [UNIT]" lines) when the host's SPM
+  // programming is known; the others keep the names of their place in the sample layout.
+  std::string counter_names_file;
   // Sample layout of the host's SPM programming: lines of the global segment and per shader
   // engine (the emulator's; a real host's depends on the counters it selected).
   uint32_t global_lines = 2;
@@ -40,6 +46,7 @@ struct RetiredBuffer {
 
 struct SpmCapture {
   spm::SpmRecordingHeader layout{};
+  spm::RecordingInfo info;  // the device and the counters' names, as the recording stores them
   uint64_t dest_bytes = 0;  // each destination as given to SET_DEST (<= buffer_bytes)
   std::vector<RetiredBuffer> buffers;
   spm::DecodeStats stats;

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "spm_recording.h"
+#include "spm_layout.h"
 
 namespace rvgl::spm {
 

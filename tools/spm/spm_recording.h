@@ -1,9 +1,13 @@
 // A recorded SPM stream: the destination buffers a guest got back, as they were retired, with
-// what is needed to decode them. Written by the demo's `spm` mode, read by `rvgl-spm`.
+// what is needed to decode them and the names of the counters. Written by the demo's `spm` mode,
+// read by `rvgl-spm`.
 //
-// File: header (struct SpmRecordingHeader), then records: u32 kRecordMagic, u32 size, then `size`
-// bytes: one destination buffer exactly as the kernel filled it (num_xcc slices, each a 32-byte
-// rvgl_spm_buffer_header followed by samples).
+// File: header (struct SpmRecordingHeader, spm_layout.h); in version 2 then u32 kInfoMagic,
+// u32 size and `size` bytes of JSON: {"device": "...", "counters": [["NAME", "UNIT"], ...]}, one
+// entry per counter slot of a sample; then records: u32 kRecordMagic, u32 size, then `size` bytes:
+// one destination buffer exactly as the kernel filled it (num_xcc slices, each a 32-byte
+// rvgl_spm_buffer_header followed by samples). Version 1 files (no names) still read: their
+// counters get the layout's names (spm_counters.h).
 #pragma once
 
 #include <cstdint>
@@ -11,35 +15,39 @@
 #include <string>
 #include <vector>
 
+#include "spm_counters.h"
+#include "spm_layout.h"
+
 namespace rvgl::spm {
 
-inline constexpr char kFileMagic[8] = {'R', 'V', 'G', 'L', 'S', 'P', 'M', '1'};
 inline constexpr uint32_t kRecordMagic = 0x30465542;  // "BUF0"
+inline constexpr uint32_t kInfoMagic = 0x4f464e49;    // "INFO"
+inline constexpr uint32_t kRecordingVersion = 2;
 
-struct SpmRecordingHeader {
-  char magic[8];
-  uint32_t version;           // 1
-  uint32_t num_xcc;           // slices per buffer
-  uint32_t global_lines;      // 32-byte lines of the global segment of one sample
-  uint32_t se_lines;          // lines per shader-engine segment
-  uint32_t shader_engines;    // segments after the global one
-  uint32_t counter_freq_khz;  // timestamp clock
+// What a recording says about where it was made.
+struct RecordingInfo {
+  std::string device;                 // e.g. "AMD Radeon RX 7900 XTX (gfx IP 11.0.0)"; may be ""
+  std::vector<CounterInfo> counters;  // one per counter slot of a sample
 };
-static_assert(sizeof(SpmRecordingHeader) == 32);
 
 struct SpmRecording {
   SpmRecordingHeader header{};
+  RecordingInfo info;
   std::vector<std::vector<uint8_t>> buffers;
 };
 
 class SpmRecordingWriter {
  public:
-  // false (errno set) when the file cannot be created.
-  bool open(const std::string &path, const SpmRecordingHeader &h);
+  // Writes a version 2 header. false (errno set) when the file cannot be created; false with
+  // errno EINVAL when `info` does not name every counter slot of the layout or a name is invalid.
+  bool open(const std::string &path, const SpmRecordingHeader &h, const RecordingInfo &info);
+  // A version 1 file (no names): what recorders before version 2 wrote.
+  bool open_v1(const std::string &path, const SpmRecordingHeader &h);
   bool append(const uint8_t *buf, uint32_t size);
   ~SpmRecordingWriter();
 
  private:
+  bool create(const std::string &path, const SpmRecordingHeader &h, uint32_t version);
   FILE *f_ = nullptr;
 };
 
