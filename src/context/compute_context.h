@@ -25,6 +25,7 @@
 #include "context/command_table.h"
 #include "context/config.h"
 #include "context/frame_decoder.h"
+#include "context/work_snapshot.h"
 #include "memory/usage.h"
 #include "memory/handle_table.h"
 #include "memory/memory_object.h"
@@ -111,6 +112,9 @@ class ComputeContext {
   uint32_t ctx_id() const { return ctx_id_; }
   ContextStats stats() const;
   const FenceRetirer &retirer() const { return *retirer_; }
+  // Every kernel queue's last submitted point not yet known reached (work_snapshot.cpp): what a
+  // global fence created now must wait for. VMM thread.
+  WorkSnapshot work_snapshot() const;
   // The capture file, when RVGL_CAPTURE_DIR is set ("" otherwise).
   std::string capture_path() const { return capture_ ? capture_->path() : std::string(); }
 
