@@ -82,15 +82,17 @@ virgl_debug_callback_type virgl_set_debug_callback(virgl_debug_callback_type cb)
 
 void virgl_set_log_callback(rvgl_virgl_log_callback cb, void *user_data,
                             rvgl_virgl_free_data_callback free_user_data_cb) {
-  if (auto real = RVGL_REAL(virgl_set_log_callback)) {
-    // Our own messages for the VMM go to the same callback (borrowing user_data, which the real
-    // library owns).
-    rvgl::hooks::set_vmm_log_callback(cb, user_data);
-    return real(cb, user_data, free_user_data_cb);
-  }
-  // Nobody takes ownership of user_data: release it as the real library would on replacement.
-  rvgl::hooks::set_vmm_log_callback(nullptr, nullptr);
-  if (free_user_data_cb) free_user_data_cb(user_data);
+  rvgl::hooks::guarded_void(__func__, [&] {
+    if (auto real = RVGL_REAL(virgl_set_log_callback)) {
+      // Our own messages for the VMM go to the same callback, borrowing user_data (the real
+      // library owns it and frees it on replacement).
+      rvgl::hooks::set_vmm_log_callback(cb, user_data, nullptr);
+      return real(cb, user_data, free_user_data_cb);
+    }
+    // No real function (0.10.x): we keep the callback for our messages and own user_data as the
+    // real library would, releasing it when the callback is replaced.
+    rvgl::hooks::set_vmm_log_callback(cb, user_data, free_user_data_cb);
+  });
 }
 
 }  // extern "C"

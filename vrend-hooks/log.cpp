@@ -30,6 +30,7 @@ std::atomic<int> g_debug{-1};  // -1: not read yet
 std::mutex g_sink_mu;
 rvgl_virgl_log_callback g_sink_cb = nullptr;
 void *g_sink_data = nullptr;
+rvgl_virgl_free_data_callback g_sink_free = nullptr;
 
 }  // namespace
 
@@ -65,10 +66,19 @@ void log_debug(const char *fmt, ...) {
   emit(line);
 }
 
-void set_vmm_log_callback(rvgl_virgl_log_callback cb, void *user_data) {
-  std::lock_guard lk(g_sink_mu);
-  g_sink_cb = cb;
-  g_sink_data = user_data;
+void set_vmm_log_callback(rvgl_virgl_log_callback cb, void *user_data,
+                          rvgl_virgl_free_data_callback free_user_data) {
+  rvgl_virgl_free_data_callback old_free;
+  void *old_data;
+  {
+    std::lock_guard lk(g_sink_mu);
+    old_free = g_sink_free;
+    old_data = g_sink_data;
+    g_sink_cb = cb;
+    g_sink_data = user_data;
+    g_sink_free = free_user_data;
+  }
+  if (old_free) old_free(old_data);
 }
 
 void log_vmm(int level, const char *fmt, ...) {

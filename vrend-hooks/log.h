@@ -12,9 +12,11 @@ bool debug_enabled();
 // Reads RVGL_DEBUG again (each fresh virgl_renderer_init does).
 void refresh_debug_from_env();
 
-// The VMM's log callback (virgl_set_log_callback, 1.x), also handed to the real library, which
-// owns user_data; we only borrow it until the VMM replaces the callback.
-void set_vmm_log_callback(rvgl_virgl_log_callback cb, void *user_data);
+// The VMM's log callback (virgl_set_log_callback, 1.x). With free_user_data null the real library
+// owns user_data and we only borrow it until the VMM replaces the callback; otherwise we own it
+// and release the previous one on replacement, as the real library does.
+void set_vmm_log_callback(rvgl_virgl_log_callback cb, void *user_data,
+                          rvgl_virgl_free_data_callback free_user_data);
 // virglrenderer's VIRGL_LOG_LEVEL_WARNING (src/virglrenderer.h, enum virgl_log_level_flags:
 // DEBUG 0, INFO 1, WARNING 2, ERROR 3).
 constexpr int kVirglLogLevelWarning = 2;

@@ -27,10 +27,11 @@ void real_write_fence(void *cookie, uint32_t fence) {
 
 // What a VMM without context fences gets, said once per init when RVGL_DEBUG=1 (issue 15,
 // point 6).
-void say_callbacks_version(int version) {
-  if (!debug_enabled() || (version != 1 && version != 2)) return;
+void say_callbacks_version(int version, bool has_context_fences) {
+  // QEMU 10.0 with an EGL display passes version 4 without write_context_fence: the same case.
+  if (!debug_enabled() || version < 1 || has_context_fences) return;
   log_vmm(kVirglLogLevelWarning,
-          "the VMM passed virgl_renderer_callbacks version %d: it has no write_context_fence, so "
+          "the VMM passed virgl_renderer_callbacks version %d without write_context_fence, so "
           "ROCM ring fences cannot be tracked per ring; every guest fence is global and is held "
           "until all ROCM work submitted before it is done (correct, but each fence waits for "
           "every queue and, without VIRGL_RENDERER_ASYNC_FENCE_CB, for the VMM's poll timer). "
@@ -91,7 +92,7 @@ int Router::init(void *cookie, int flags, virgl_renderer_callbacks *cbs) {
           "virgl_renderer_callbacks version %d is unknown to us: global fences are not held "
           "for ROCM work",
           cbs->version);
-    if (cbs) say_callbacks_version(cbs->version);
+    if (cbs) say_callbacks_version(cbs->version, vmm_.write_context_fence() != nullptr);
   }
 
   int ret = 0;

@@ -169,8 +169,12 @@ TEST_CASE("without a real library every call answers an error and nothing crashe
     CHECK(r.ctx0_fences() == std::vector<uint32_t>{1});
     CHECK(virgl_renderer_get_cursor_data(1, nullptr, nullptr) == nullptr);
     CHECK(virgl_set_debug_callback(nullptr) == nullptr);
+    // Without a real library we keep the VMM's log callback and own its user_data, releasing it
+    // when the callback is replaced, as the real library does.
     static bool freed = false;
     virgl_set_log_callback(nullptr, &freed, [](void *p) { *static_cast<bool *>(p) = true; });
+    CHECK_FALSE(freed);
+    virgl_set_log_callback(nullptr, nullptr, nullptr);
     CHECK(freed);
     virgl_renderer_context_destroy(1);
     virgl_renderer_reset();
