@@ -16,6 +16,8 @@
 #pragma once
 
 #include <array>
+#include <cerrno>
+#include <climits>
 #include <atomic>
 #include <cstdint>
 #include <map>
@@ -36,8 +38,15 @@ namespace rvgl::hooks {
 
 class Router {
  public:
-  // The process-wide instance. Never destroyed: a VMM may call us from its own exit path.
-  static Router &get();
+  static constexpr uint32_t kFastSlots = 1024;
+
+  // The process-wide instance. Never destroyed: a VMM may call us from its own exit path. Made
+  // when the library loads, so the API path reads one pointer (a call before that, from another
+  // library's constructor, makes it then).
+  static Router &get() {
+    Router *r = instance_;
+    return r ? *r : get_slow();
+  }
 
   // ---- renderer (router_renderer.cpp) ----
   int init(void *cookie, int flags, virgl_renderer_callbacks *cbs);
@@ -55,7 +64,16 @@ class Router {
   // virgl_renderer_context_create: a legacy (no capset) context, always the real library's.
   int legacy_context_create(uint32_t ctx_id, uint32_t nlen, const char *name);
   void context_destroy(uint32_t ctx_id);
-  int submit_cmd(void *buffer, int ctx_id, int ndw);
+  // The hot path (issue 13, point 7): inline, no lock, no reference count, no map lookup for
+  // small ids; everything else goes out of line.
+  int submit_cmd(void *buffer, int ctx_id, int ndw) {
+    const uint32_t id = static_cast<uint32_t>(ctx_id);
+    if (id < kFastSlots) {
+      if (ComputeContext *c = fast_[id].load(std::memory_order_acquire))
+        return submit_to(c, buffer, ndw);
+    }
+    return submit_cmd_slow(buffer, ctx_id, ndw);
+  }
   int submit_cmd2(void *buffer, int ctx_id, int ndw, uint64_t *in_fence_ids,
                   uint32_t num_in_fences);
   int context_create_fence(uint32_t ctx_id, uint32_t flags, uint32_t ring_idx, uint64_t fence_id);
@@ -83,18 +101,26 @@ class Router {
 
  private:
   Router() = default;
+  static Router &get_slow();
+  static Router *instance_;
   std::shared_ptr<const Config> config();
   std::shared_ptr<ComputeContext> our_context(uint32_t ctx_id);
   // The context without taking a reference or the lock where the id is small (see above).
   ComputeContext *fast_context(uint32_t ctx_id);
+  int submit_cmd_slow(void *buffer, int ctx_id, int ndw);
+  // The real library's checks on the buffer (positive errno), then the context's decoder.
+  static int submit_to(ComputeContext *c, void *buffer, int ndw) {
+    // ndw < 0 wraps to a huge unsigned count and fails the size check.
+    const uint32_t n = static_cast<uint32_t>(ndw);
+    if (n > UINT32_MAX / sizeof(uint32_t) || (n && !buffer)) return EINVAL;
+    return c->submit_cmd({static_cast<const uint8_t *>(buffer), size_t{n} * sizeof(uint32_t)});
+  }
   // The capset id we serve: the configured one, or 0 (none) when it is reserved.
   uint32_t our_capset();
   std::vector<std::shared_ptr<ComputeContext>> all_contexts();
   int create_our_context(uint32_t ctx_id);
   // Everything of ours goes: contexts (outside the lock), then resources.
   void drop_everything();
-
-  static constexpr uint32_t kFastSlots = 1024;
 
   std::mutex mu_;
   std::shared_ptr<const Config> cfg_;

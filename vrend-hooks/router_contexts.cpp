@@ -173,16 +173,14 @@ void Router::context_destroy(uint32_t ctx_id) {
   real_.remove_context(ctx_id);
 }
 
-int Router::submit_cmd(void *buffer, int ctx_id, int ndw) {
-  ComputeContext *c = fast_context(static_cast<uint32_t>(ctx_id));
-  if (!c) {
-    if (auto real = RVGL_REAL(virgl_renderer_submit_cmd)) return real(buffer, ctx_id, ndw);
-    return EINVAL;
+int Router::submit_cmd_slow(void *buffer, int ctx_id, int ndw) {
+  // Ids past the slot array: ours are in the table.
+  if (static_cast<uint32_t>(ctx_id) >= kFastSlots) {
+    if (ComputeContext *c = fast_context(static_cast<uint32_t>(ctx_id)))
+      return submit_to(c, buffer, ndw);
   }
-  if (ndw < 0 || static_cast<uint64_t>(ndw) > UINT32_MAX / sizeof(uint32_t)) return EINVAL;
-  if (ndw > 0 && !buffer) return EINVAL;
-  const size_t bytes = static_cast<size_t>(ndw) * sizeof(uint32_t);
-  return c->submit_cmd({static_cast<const uint8_t *>(buffer), bytes});
+  if (auto real = RVGL_REAL(virgl_renderer_submit_cmd)) return real(buffer, ctx_id, ndw);
+  return EINVAL;
 }
 
 int Router::submit_cmd2(void *buffer, int ctx_id, int ndw, uint64_t *in_fence_ids,
@@ -195,7 +193,7 @@ int Router::submit_cmd2(void *buffer, int ctx_id, int ndw, uint64_t *in_fence_id
   // 1.x's checks: a dword-aligned buffer; in-fences need fence sharing, which we do not offer.
   if (reinterpret_cast<uintptr_t>(buffer) & 3) return EFAULT;
   if (num_in_fences) return -EINVAL;
-  return submit_cmd(buffer, ctx_id, ndw);
+  return submit_to(fast_context(static_cast<uint32_t>(ctx_id)), buffer, ndw);
 }
 
 int Router::context_create_fence(uint32_t ctx_id, uint32_t flags, uint32_t ring_idx,

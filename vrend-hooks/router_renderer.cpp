@@ -42,10 +42,12 @@ void say_callbacks_version(int version, bool has_context_fences) {
 
 }  // namespace
 
-Router &Router::get() {
+Router &Router::get_slow() {
   static Router *r = new Router();
   return *r;
 }
+
+Router *Router::instance_ = &Router::get_slow();
 
 std::shared_ptr<const Config> Router::config() {
   std::lock_guard lk(mu_);
