@@ -30,14 +30,17 @@ bool prune(std::vector<WorkSnapshot> &work) {
 
 void GlobalFences::start(void *cookie, WriteFenceFn vmm_write, bool async) {
   stop();
+  {
+    // Lock order: deliver_mu_ before mu_ (deliver() takes mu_ inside), never the reverse.
+    std::lock_guard dl(deliver_mu_);
+    delivered_.reset();
+  }
   std::lock_guard lk(mu_);
   cookie_ = cookie;
   vmm_write_ = vmm_write;
   async_ = async;
   stopping_ = false;
   waiter_failed_ = false;
-  std::lock_guard dl(deliver_mu_);
-  delivered_.reset();
 }
 
 void GlobalFences::stop() {
