@@ -1,7 +1,9 @@
 // Exported renderer-wide functions of the virglrenderer C API.
 //
 // A function the real library lacks answers with an error in that function's own convention
-// (positive errno, negative errno, -1, null) and never aborts.
+// (positive errno, negative errno, -1, null) and never aborts. Every function that reaches our
+// C++ runs guarded (api_guard.h); the ones that only forward to the real library (a lazily
+// resolved dlsym pointer and a C call, neither of which throws) need no guard.
 #include <cerrno>
 
 #include "api_guard.h"
