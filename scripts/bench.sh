@@ -82,6 +82,27 @@ large=3000
 echo "== dispatch instructions"
 cat "$results/dispatch_instructions.json"
 
+# Instructions per single-NOP virgl_renderer_submit_cmd, from the API entry to the response
+# (bench/api_nop_count.cpp): the measured window minus the same window around an empty call.
+{
+  declare -A api=()
+  for mode in call empty; do
+    out="$results/callgrind.api-nop.$mode"
+    arg=()
+    [ "$mode" = empty ] && arg=(empty)
+    valgrind --tool=callgrind --collect-atstart=no --instr-atstart=no \
+      --callgrind-out-file="$out" "$builddir/bench/rvgl-api-nop-count" 3000 "${arg[@]}" \
+      >/dev/null 2>"$out.log"
+    api[$mode]=$(awk '/^totals:/ {print $2}' "$out")
+  done
+  callgrind_annotate --inclusive=no "$results/callgrind.api-nop.call" \
+    >"$results/callgrind.api-nop.annotate.txt" 2>/dev/null || true
+  printf '{"instructions_per_call": %d, "calls": 3000, "ir_calls": %d, "ir_empty_window": %d}\n' \
+    $(( (api[call] - api[empty]) / 3000 )) "${api[call]}" "${api[empty]}"
+} >"$results/api_nop_instructions.json"
+echo "== API-path instructions (one NOP per submit_cmd)"
+cat "$results/api_nop_instructions.json"
+
 python3 - "$results" <<'PY' | tee "$results/summary.txt"
 import json, pathlib, sys
 res = pathlib.Path(sys.argv[1])

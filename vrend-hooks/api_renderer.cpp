@@ -1,30 +1,36 @@
 // Exported renderer-wide functions of the virglrenderer C API.
 //
 // A function the real library lacks answers with an error in that function's own convention
-// (positive errno, negative errno, -1, null) and never aborts.
+// (positive errno, negative errno, -1, null) and never aborts. Every function that reaches our
+// C++ runs guarded (api_guard.h); the ones that only forward to the real library (a lazily
+// resolved dlsym pointer and a C call, neither of which throws) need no guard.
 #include <cerrno>
 
+#include "api_guard.h"
+#include "log.h"
 #include "real_library.h"
 #include "router.h"
 
+using rvgl::hooks::guarded;
+using rvgl::hooks::guarded_void;
 using rvgl::hooks::Router;
 
 extern "C" {
 
 int virgl_renderer_init(void *cookie, int flags, struct virgl_renderer_callbacks *cb) {
-  return Router::get().init(cookie, flags, cb);
+  return guarded(__func__, -ENOMEM, [&] { return Router::get().init(cookie, flags, cb); });
 }
 
 void virgl_renderer_cleanup(void *cookie) {
-  Router::get().cleanup(cookie);
+  guarded_void(__func__, [&] { Router::get().cleanup(cookie); });
 }
 
 void virgl_renderer_reset(void) {
-  Router::get().reset();
+  guarded_void(__func__, [&] { Router::get().reset(); });
 }
 
 void virgl_renderer_poll(void) {
-  Router::get().poll();
+  guarded_void(__func__, [&] { Router::get().poll(); });
 }
 
 int virgl_renderer_get_poll_fd(void) {
@@ -34,17 +40,16 @@ int virgl_renderer_get_poll_fd(void) {
 }
 
 void virgl_renderer_get_cap_set(uint32_t set, uint32_t *max_ver, uint32_t *max_size) {
-  Router::get().get_cap_set(set, max_ver, max_size);
+  guarded_void(__func__, [&] { Router::get().get_cap_set(set, max_ver, max_size); });
 }
 
 void virgl_renderer_fill_caps(uint32_t set, uint32_t version, void *caps) {
-  Router::get().fill_caps(set, version, caps);
+  guarded_void(__func__, [&] { Router::get().fill_caps(set, version, caps); });
 }
 
 int virgl_renderer_create_fence(int client_fence_id, uint32_t ctx_id) {
-  // ctx0 fences belong to vrend whatever ctx_id says (the real library ignores it).
-  if (auto real = RVGL_REAL(virgl_renderer_create_fence)) return real(client_fence_id, ctx_id);
-  return EINVAL;
+  return guarded(__func__, ENOMEM,
+                 [&] { return Router::get().create_fence(client_fence_id, ctx_id); });
 }
 
 void virgl_renderer_force_ctx_0(void) {
@@ -79,9 +84,17 @@ virgl_debug_callback_type virgl_set_debug_callback(virgl_debug_callback_type cb)
 
 void virgl_set_log_callback(rvgl_virgl_log_callback cb, void *user_data,
                             rvgl_virgl_free_data_callback free_user_data_cb) {
-  if (auto real = RVGL_REAL(virgl_set_log_callback)) return real(cb, user_data, free_user_data_cb);
-  // Nobody takes ownership of user_data: release it as the real library would on replacement.
-  if (free_user_data_cb) free_user_data_cb(user_data);
+  rvgl::hooks::guarded_void(__func__, [&] {
+    if (auto real = RVGL_REAL(virgl_set_log_callback)) {
+      // Our own messages for the VMM go to the same callback, borrowing user_data (the real
+      // library owns it and frees it on replacement).
+      rvgl::hooks::set_vmm_log_callback(cb, user_data, nullptr);
+      return real(cb, user_data, free_user_data_cb);
+    }
+    // No real function (0.10.x): we keep the callback for our messages and own user_data as the
+    // real library would, releasing it when the callback is replaced.
+    rvgl::hooks::set_vmm_log_callback(cb, user_data, free_user_data_cb);
+  });
 }
 
 }  // extern "C"

@@ -2,12 +2,23 @@
 // resources, the ROCM capset) or the real library's, and keeps the state that decision needs.
 //
 // Threads (DESIGN.md D9): the VMM calls from one thread at a time; our contexts' retire threads
-// call the VMM's write_context_fence directly and never touch this state. mu_ guards the tables
-// only: it is never held while calling the real library (0.10.4 calls some of its own exported
-// functions, which come back through us), a VMM callback, or a context's destructor (which joins
-// its retire thread).
+// call the VMM's write_context_fence directly and never touch this state; the real library's
+// write_fence may arrive on its sync thread (ASYNC_FENCE_CB) and goes to global_ (its own lock).
+// mu_ guards the tables only: it is never held while calling the real library (0.10.4 calls some
+// of its own exported functions, which come back through us), a VMM callback, or a context's
+// destructor (which joins its retire thread).
+//
+// The submit path finds a context without the lock (issue 13, point 7): fast_ holds a raw pointer
+// per small context id, set and cleared under mu_ while the table's shared_ptr keeps the context
+// alive. Reading it without a reference is safe for the same reason the real library's unlocked
+// context lookup is: a VMM never destroys a context while it submits to it (its calls are
+// serialised), and only VMM calls destroy contexts.
 #pragma once
 
+#include <array>
+#include <cerrno>
+#include <climits>
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -17,6 +28,7 @@
 #include "capset_cache.h"
 #include "context/compute_context.h"
 #include "context/config.h"
+#include "global_fences.h"
 #include "real_ids.h"
 #include "rocm_resource.h"
 #include "virgl_api.h"
@@ -26,8 +38,15 @@ namespace rvgl::hooks {
 
 class Router {
  public:
-  // The process-wide instance. Never destroyed: a VMM may call us from its own exit path.
-  static Router &get();
+  static constexpr uint32_t kFastSlots = 1024;
+
+  // The process-wide instance. Never destroyed: a VMM may call us from its own exit path. Made
+  // when the library loads, so the API path reads one pointer (a call before that, from another
+  // library's constructor, makes it then).
+  static Router &get() {
+    Router *r = instance_;
+    return r ? *r : get_slow();
+  }
 
   // ---- renderer (router_renderer.cpp) ----
   int init(void *cookie, int flags, virgl_renderer_callbacks *cbs);
@@ -36,11 +55,25 @@ class Router {
   void poll();
   void get_cap_set(uint32_t set, uint32_t *max_ver, uint32_t *max_size);
   void fill_caps(uint32_t set, uint32_t version, void *caps);
+  // virgl_renderer_create_fence: the real library's, held for our work (GlobalFences).
+  int create_fence(int client_fence_id, uint32_t ctx_id);
+  GlobalFences &global_fences() { return global_; }
 
   // ---- contexts (router_contexts.cpp) ----
   int context_create(uint32_t ctx_id, uint32_t ctx_flags, uint32_t nlen, const char *name);
+  // virgl_renderer_context_create: a legacy (no capset) context, always the real library's.
+  int legacy_context_create(uint32_t ctx_id, uint32_t nlen, const char *name);
   void context_destroy(uint32_t ctx_id);
-  int submit_cmd(void *buffer, int ctx_id, int ndw);
+  // The hot path (issue 13, point 7): inline, no lock, no reference count, no map lookup for
+  // small ids; everything else goes out of line.
+  int submit_cmd(void *buffer, int ctx_id, int ndw) {
+    const uint32_t id = static_cast<uint32_t>(ctx_id);
+    if (id < kFastSlots) {
+      if (ComputeContext *c = fast_[id].load(std::memory_order_acquire))
+        return submit_to(c, buffer, ndw);
+    }
+    return submit_cmd_slow(buffer, ctx_id, ndw);
+  }
   int submit_cmd2(void *buffer, int ctx_id, int ndw, uint64_t *in_fence_ids,
                   uint32_t num_in_fences);
   int context_create_fence(uint32_t ctx_id, uint32_t flags, uint32_t ring_idx, uint64_t fence_id);
@@ -68,8 +101,22 @@ class Router {
 
  private:
   Router() = default;
+  static Router &get_slow();
+  static Router *instance_;
   std::shared_ptr<const Config> config();
   std::shared_ptr<ComputeContext> our_context(uint32_t ctx_id);
+  // The context without taking a reference or the lock where the id is small (see above).
+  ComputeContext *fast_context(uint32_t ctx_id);
+  int submit_cmd_slow(void *buffer, int ctx_id, int ndw);
+  // The real library's checks on the buffer (positive errno), then the context's decoder.
+  static int submit_to(ComputeContext *c, void *buffer, int ndw) {
+    // ndw < 0 wraps to a huge unsigned count and fails the size check.
+    const uint32_t n = static_cast<uint32_t>(ndw);
+    if (n > UINT32_MAX / sizeof(uint32_t) || (n && !buffer)) return EINVAL;
+    return c->submit_cmd({static_cast<const uint8_t *>(buffer), size_t{n} * sizeof(uint32_t)});
+  }
+  // The capset id we serve: the configured one, or 0 (none) when it is reserved.
+  uint32_t our_capset();
   std::vector<std::shared_ptr<ComputeContext>> all_contexts();
   int create_our_context(uint32_t ctx_id);
   // Everything of ours goes: contexts (outside the lock), then resources.
@@ -77,12 +124,16 @@ class Router {
 
   std::mutex mu_;
   std::shared_ptr<const Config> cfg_;
+  uint32_t max_contexts_ = 0;
+  bool wrap_global_fences_ = false;  // the real library's write_fence comes to global_
   CapsetCache capsets_;
   VmmCallbacks vmm_;
   bool initialized_ = false;
   RealIds real_;
   std::map<uint32_t, std::shared_ptr<ComputeContext>> contexts_;
   std::map<uint32_t, RocmResource> resources_;
+  std::array<std::atomic<ComputeContext *>, kFastSlots> fast_{};
+  GlobalFences global_;
 };
 
 template <class Create>

@@ -3,7 +3,12 @@
 #include <climits>
 #include <cstring>
 
+#include <new>
+#include <system_error>
+
+#include "init_flags.h"
 #include "log.h"
+#include "process_limits.h"
 #include "real_library.h"
 #include "router.h"
 
@@ -13,6 +18,13 @@ std::shared_ptr<ComputeContext> Router::our_context(uint32_t ctx_id) {
   std::lock_guard lk(mu_);
   auto it = contexts_.find(ctx_id);
   return it == contexts_.end() ? nullptr : it->second;
+}
+
+ComputeContext *Router::fast_context(uint32_t ctx_id) {
+  if (ctx_id < kFastSlots) return fast_[ctx_id].load(std::memory_order_acquire);
+  std::lock_guard lk(mu_);
+  auto it = contexts_.find(ctx_id);
+  return it == contexts_.end() ? nullptr : it->second.get();
 }
 
 std::vector<std::shared_ptr<ComputeContext>> Router::all_contexts() {
@@ -25,8 +37,7 @@ std::vector<std::shared_ptr<ComputeContext>> Router::all_contexts() {
 }
 
 bool Router::owns_context(uint32_t ctx_id) {
-  std::lock_guard lk(mu_);
-  return contexts_.count(ctx_id) != 0;
+  return fast_context(ctx_id) != nullptr;
 }
 
 int Router::context_create(uint32_t ctx_id, uint32_t ctx_flags, uint32_t nlen, const char *name) {
@@ -35,13 +46,30 @@ int Router::context_create(uint32_t ctx_id, uint32_t ctx_flags, uint32_t nlen, c
   if (ctx_id == 0) return EINVAL;
   if (ctx_flags & ~uint32_t{VIRGL_RENDERER_CONTEXT_FLAG_CAPSET_ID_MASK}) return EINVAL;
   const uint32_t capset = ctx_flags & VIRGL_RENDERER_CONTEXT_FLAG_CAPSET_ID_MASK;
-  if (capset == config()->capset_id) return create_our_context(ctx_id);
+  if (capset != 0 && capset == our_capset()) return create_our_context(ctx_id);
 
   // An id of ours with another capset: the real library would answer EINVAL for its own.
   if (owns_context(ctx_id)) return EINVAL;
   auto real = RVGL_REAL(virgl_renderer_context_create_with_flags);
   if (!real) return EINVAL;  // no real library: no other context type exists
   const int ret = real(ctx_id, ctx_flags, nlen, name);
+  if (ret == 0) {
+    std::lock_guard lk(mu_);
+    real_.add_context(ctx_id);
+  }
+  return ret;
+}
+
+int Router::legacy_context_create(uint32_t ctx_id, uint32_t nlen, const char *name) {
+  // Always the real library's (issue 15, point 2): a context without a capset is virgl's, like
+  // the one the guest kernel creates for its console.
+  if (owns_context(ctx_id)) return EINVAL;
+  int ret;
+  if (auto real = RVGL_REAL(virgl_renderer_context_create)) {
+    ret = real(ctx_id, nlen, name);
+  } else {
+    return EINVAL;  // no real library: no legacy context type exists
+  }
   if (ret == 0) {
     std::lock_guard lk(mu_);
     real_.add_context(ctx_id);
@@ -57,8 +85,25 @@ int Router::create_our_context(uint32_t ctx_id) {
     if (!initialized_) return EINVAL;
     if (contexts_.count(ctx_id)) return 0;  // same id, same capset: the real library's answer
     if (real_.has_context(ctx_id)) return EINVAL;
+    // Per-process limits (issue 13, point 6): refused with a message; the VMM and every other
+    // context go on.
+    if (contexts_.size() >= max_contexts_) {
+      log_warn(
+          "ctx %u refused: %zu ROCM contexts alive, the limit of this VMM process "
+          "(RVGL_MAX_CONTEXTS=%u)",
+          ctx_id, contexts_.size(), max_contexts_);
+      return ENOSPC;
+    }
     cfg = cfg_;
     vmm = vmm_;
+  }
+  const int free = free_fds();
+  if (free >= 0 && free < fd_reserve()) {
+    log_warn(
+        "ctx %u refused: only %d file descriptors left to this VMM process (RLIMIT_NOFILE); "
+        "%d stay reserved for the VMM",
+        ctx_id, free, fd_reserve());
+    return EMFILE;
   }
 
   // DESIGN.md D2: the VMM's get_drm_fd chooses the node when it gives one; a node that is not
@@ -79,10 +124,22 @@ int Router::create_our_context(uint32_t ctx_id) {
     return ComputeContext::create(std::move(o), err);
   };
   int err = 0;
-  std::unique_ptr<ComputeContext> ctx = make(std::move(vmm_fd), &err);
+  std::unique_ptr<ComputeContext> ctx;
+  // Exhaustion inside the context (its retire thread, memory) is an error for this context only.
+  auto make_guarded = [&](UniqueFd fd) {
+    try {
+      ctx = make(std::move(fd), &err);
+    } catch (const std::system_error &e) {
+      log_warn("ctx %u: %s", ctx_id, e.what());
+      err = e.code().value() > 0 ? -e.code().value() : -EAGAIN;
+    } catch (const std::bad_alloc &) {
+      err = -ENOMEM;
+    }
+  };
+  make_guarded(std::move(vmm_fd));
   if (!ctx && had_vmm_fd && err == -ENODEV) {
     log_debug("ctx %u: the VMM's drm fd is not an amdgpu node; using the configured one", ctx_id);
-    ctx = make(UniqueFd(), &err);
+    make_guarded(UniqueFd());
   }
   if (!ctx) {
     log_warn("ctx %u: cannot create a ROCM context (%s)", ctx_id, strerror(-err));
@@ -93,7 +150,9 @@ int Router::create_our_context(uint32_t ctx_id) {
 
   std::lock_guard lk(mu_);
   if (contexts_.count(ctx_id) || real_.has_context(ctx_id)) return EINVAL;
+  ComputeContext *raw = shared.get();
   contexts_.emplace(ctx_id, std::move(shared));
+  if (ctx_id < kFastSlots) fast_[ctx_id].store(raw, std::memory_order_release);
   return 0;
 }
 
@@ -103,6 +162,7 @@ void Router::context_destroy(uint32_t ctx_id) {
     std::lock_guard lk(mu_);
     auto it = contexts_.find(ctx_id);
     if (it != contexts_.end()) {
+      if (ctx_id < kFastSlots) fast_[ctx_id].store(nullptr, std::memory_order_release);
       doomed = std::move(it->second);
       contexts_.erase(it);
     }
@@ -113,16 +173,14 @@ void Router::context_destroy(uint32_t ctx_id) {
   real_.remove_context(ctx_id);
 }
 
-int Router::submit_cmd(void *buffer, int ctx_id, int ndw) {
-  auto c = our_context(static_cast<uint32_t>(ctx_id));
-  if (!c) {
-    if (auto real = RVGL_REAL(virgl_renderer_submit_cmd)) return real(buffer, ctx_id, ndw);
-    return EINVAL;
+int Router::submit_cmd_slow(void *buffer, int ctx_id, int ndw) {
+  // Ids past the slot array: ours are in the table.
+  if (static_cast<uint32_t>(ctx_id) >= kFastSlots) {
+    if (ComputeContext *c = fast_context(static_cast<uint32_t>(ctx_id)))
+      return submit_to(c, buffer, ndw);
   }
-  if (ndw < 0 || static_cast<uint64_t>(ndw) > UINT32_MAX / sizeof(uint32_t)) return EINVAL;
-  if (ndw > 0 && !buffer) return EINVAL;
-  const size_t bytes = static_cast<size_t>(ndw) * sizeof(uint32_t);
-  return c->submit_cmd({static_cast<const uint8_t *>(buffer), bytes});
+  if (auto real = RVGL_REAL(virgl_renderer_submit_cmd)) return real(buffer, ctx_id, ndw);
+  return EINVAL;
 }
 
 int Router::submit_cmd2(void *buffer, int ctx_id, int ndw, uint64_t *in_fence_ids,
@@ -135,7 +193,7 @@ int Router::submit_cmd2(void *buffer, int ctx_id, int ndw, uint64_t *in_fence_id
   // 1.x's checks: a dword-aligned buffer; in-fences need fence sharing, which we do not offer.
   if (reinterpret_cast<uintptr_t>(buffer) & 3) return EFAULT;
   if (num_in_fences) return -EINVAL;
-  return submit_cmd(buffer, ctx_id, ndw);
+  return submit_to(fast_context(static_cast<uint32_t>(ctx_id)), buffer, ndw);
 }
 
 int Router::context_create_fence(uint32_t ctx_id, uint32_t flags, uint32_t ring_idx,
@@ -158,8 +216,12 @@ int Router::context_create_fence(uint32_t ctx_id, uint32_t flags, uint32_t ring_
 }
 
 void Router::context_poll(uint32_t ctx_id) {
-  if (auto c = our_context(ctx_id)) return c->poll();
-  if (auto real = RVGL_REAL(virgl_renderer_context_poll)) real(ctx_id);
+  if (auto c = our_context(ctx_id)) {
+    c->poll();
+  } else if (auto real = RVGL_REAL(virgl_renderer_context_poll)) {
+    real(ctx_id);
+  }
+  global_.check();  // cheap when nothing is held: a lock and an empty check
 }
 
 int Router::context_get_poll_fd(uint32_t ctx_id) {

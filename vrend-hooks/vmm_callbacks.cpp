@@ -33,6 +33,7 @@ VmmCallbacks::VmmCallbacks(void *cookie, int flags, const virgl_renderer_callbac
   if (n == 0) return;  // unknown version: we use none of its fields
   std::memcpy(&copy_, cbs, n);
   have_copy_ = true;
+  write_fence_ = copy_.write_fence;
   if (version_ >= 2) get_drm_fd_ = copy_.get_drm_fd;
   if (version_ >= 3) write_context_fence_ = copy_.write_context_fence;
 }
@@ -41,9 +42,12 @@ int VmmCallbacks::get_drm_fd() const {
   return get_drm_fd_ ? get_drm_fd_(cookie_) : -1;
 }
 
-const virgl_renderer_callbacks *VmmCallbacks::without_egl_display() {
+const virgl_renderer_callbacks *VmmCallbacks::for_real_library(WriteFenceFn write_fence,
+                                                               bool drop_egl_display) {
   if (!have_copy_) return nullptr;
-  if (version_ >= 4) copy_.get_egl_display = nullptr;
+  // A VMM without write_fence keeps it null: the real library then behaves as it would for it.
+  if (write_fence_) copy_.write_fence = write_fence;
+  if (drop_egl_display && version_ >= 4) copy_.get_egl_display = nullptr;
   return &copy_;
 }
 

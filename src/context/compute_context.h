@@ -26,6 +26,7 @@
 #include "context/command_table.h"
 #include "context/config.h"
 #include "context/frame_decoder.h"
+#include "context/work_snapshot.h"
 #include "memory/usage.h"
 #include "memory/handle_table.h"
 #include "memory/memory_object.h"
@@ -120,6 +121,9 @@ class ComputeContext {
   const QueueHealth &health() const { return *health_; }
   const EventRing &events() const { return events_; }
   uint64_t bo_list_updates() const { return bo_list_->updates(); }
+  // Every kernel queue's last submitted point not yet known reached (work_snapshot.cpp): what a
+  // global fence created now must wait for. VMM thread.
+  WorkSnapshot work_snapshot() const;
   // The capture file, when RVGL_CAPTURE_DIR is set ("" otherwise).
   std::string capture_path() const { return capture_ ? capture_->path() : std::string(); }
 

@@ -37,6 +37,10 @@ FrameDecoder::FrameDecoder(const CommandTable &table, void *target, size_t max_s
 
 namespace {
 
+// Bytes every request and response buffer has (a request header; the response shadow and the
+// scratch buffer are at least this large), handled with fixed-size copies.
+constexpr size_t kFixedBytes = sizeof(rvgl_req_hdr);
+
 // Serial-number order (RFC 1982 style) so seqnos may wrap.
 bool seqno_after(uint32_t seqno, uint32_t last) {
   return static_cast<int32_t>(seqno - last) > 0;
@@ -76,7 +80,11 @@ SubmitOutcome FrameDecoder::run(std::span<const uint8_t> stream, ShmemView &shme
         return fail(FrameError::kRspOutOfRange, pos);
     }
 
-    alignas(8) std::array<uint8_t, RVGL_MAX_RSP_SIZE> shadow{};
+    // Zeroed as far as this command's response goes (a NOP's is 8 bytes, not the 128 maximum):
+    // a fixed-size head the compiler inlines, the rest only where there is one.
+    alignas(8) std::array<uint8_t, RVGL_MAX_RSP_SIZE> shadow;
+    std::memset(shadow.data(), 0, kFixedBytes);
+    if (rsp_size > kFixedBytes) std::memset(shadow.data() + kFixedBytes, 0, rsp_size - kFixedBytes);
     Response rsp{std::span<uint8_t>(shadow.data(), rsp_size)};
     int32_t result = -ENOSYS;
     if (entry) {
@@ -84,7 +92,11 @@ SubmitOutcome FrameDecoder::run(std::span<const uint8_t> stream, ShmemView &shme
       const size_t words = (need + 7) / 8;
       if (scratch_.size() < words) scratch_.resize(words);
       auto *buf = reinterpret_cast<uint8_t *>(scratch_.data());
-      std::memcpy(buf, stream.data() + pos, hdr.len);
+      // Every request has its 16-byte header (checked above): copied inline, the rest (if any)
+      // by the library.
+      std::memcpy(buf, stream.data() + pos, kFixedBytes);
+      if (hdr.len > kFixedBytes)
+        std::memcpy(buf + kFixedBytes, stream.data() + pos + kFixedBytes, hdr.len - kFixedBytes);
       if (need > hdr.len) std::memset(buf + hdr.len, 0, need - hdr.len);
       const Request req{hdr.cmd, hdr.seqno, hdr.rsp_off, hdr.len, {buf, need}};
       result = entry->handler(target_, req, rsp);

@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <span>
 
 #include "rocm_virgl_protocol.h"
@@ -42,5 +43,28 @@ class ShmemView {
  private:
   uint8_t *base_ = nullptr;
 };
+
+// Inline: they run once per request on the submit path (issue 13, point 7).
+inline bool ShmemView::write_response(uint32_t rsp_off, std::span<const uint8_t> rsp) {
+  // 64-bit sums: rsp_off comes from the guest and may be near UINT32_MAX.
+  if (rsp.size() < sizeof(rvgl_rsp_hdr) ||
+      uint64_t{rsp_off} + rsp.size() > uint64_t{RVGL_RSP_AREA_SIZE} || rsp_off % RVGL_ALIGNMENT)
+    return false;
+  uint8_t *slot = base_ + RVGL_RSP_AREA_OFFSET + rsp_off;
+  constexpr size_t seqno_off = offsetof(rvgl_rsp_hdr, seqno);
+  std::memcpy(slot, rsp.data(), seqno_off);
+  // Header-only responses (NOP and every error) have no body: no library call for 0 bytes.
+  if (rsp.size() > sizeof(rvgl_rsp_hdr))
+    std::memcpy(slot + sizeof(rvgl_rsp_hdr), rsp.data() + sizeof(rvgl_rsp_hdr),
+                rsp.size() - sizeof(rvgl_rsp_hdr));
+  uint32_t seqno;
+  std::memcpy(&seqno, rsp.data() + seqno_off, sizeof(seqno));
+  __atomic_store_n(reinterpret_cast<uint32_t *>(slot + seqno_off), seqno, __ATOMIC_RELEASE);
+  return true;
+}
+
+inline void ShmemView::publish_seqno(uint32_t seqno) {
+  __atomic_store_n(&header()->seqno, seqno, __ATOMIC_RELEASE);
+}
 
 }  // namespace rvgl

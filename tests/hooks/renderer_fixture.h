@@ -99,7 +99,9 @@ class Renderer {
   explicit Renderer(const Options &o) : opts_(o) {
     cbs_.version = o.callbacks_version;
     cbs_.write_fence = [](void *cookie, uint32_t fence) {
-      static_cast<Renderer *>(cookie)->ctx0_fences_.push_back(fence);
+      auto *self = static_cast<Renderer *>(cookie);
+      std::lock_guard lk(self->ctx0_mu_);
+      self->ctx0_fences_.push_back(fence);
     };
     cbs_.get_drm_fd = [](void *cookie) -> int {
       auto *self = static_cast<Renderer *>(cookie);
@@ -121,6 +123,12 @@ class Renderer {
   int result() const { return result_; }
   bool async() const { return opts_.flags & VIRGL_RENDERER_ASYNC_FENCE_CB; }
   FenceLog &fences() { return fences_; }
+  // Global fences written to the VMM (write_fence), in order. Recorded from whatever thread the
+  // library calls on.
+  std::vector<uint32_t> ctx0_fences() const {
+    std::lock_guard lk(ctx0_mu_);
+    return ctx0_fences_;
+  }
 
   // Waits for a context fence the way the VMM would: the callback thread with ASYNC_FENCE_CB,
   // else poll(context_get_poll_fd) + context_poll on this thread (vtest's way).
@@ -147,6 +155,7 @@ class Renderer {
   virgl_renderer_callbacks cbs_{};
   int result_ = -1;
   FenceLog fences_;
+  mutable std::mutex ctx0_mu_;
   std::vector<uint32_t> ctx0_fences_;
 };
 

@@ -7,6 +7,7 @@
 #include <sys/uio.h>
 
 #include <cstring>
+#include <functional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -22,6 +23,10 @@ class RocmGuest {
   RocmGuest(uint32_t ctx_id, uint32_t first_res_id) : ctx_(ctx_id), next_res_(first_res_id) {}
 
   uint32_t ctx_id() const { return ctx_; }
+  // How the VMM relays: virgl_renderer_submit_cmd2 (crosvm's rutabaga) instead of submit_cmd,
+  // and what it asks of every new blob (crosvm: export_blob, map_info, an export query).
+  void use_submit_cmd2(bool on) { submit_cmd2_ = on; }
+  void on_blob(std::function<void(uint32_t res_id)> f) { on_blob_ = std::move(f); }
   uint32_t next_res_id() { return next_res_++; }
 
   // capset, context and shared page, as a guest starts.
@@ -59,8 +64,10 @@ class RocmGuest {
     a.num_iovs = num_iovs;
     const int r = virgl_renderer_resource_create_blob(&a);
     // As QEMU and vtest do once a blob exists: the creating context holds it.
-    if (r == 0)
+    if (r == 0) {
       virgl_renderer_ctx_attach_resource(static_cast<int>(ctx_), static_cast<int>(res_id));
+      if (on_blob_) on_blob_(res_id);
+    }
     return r;
   }
 
@@ -91,6 +98,9 @@ class RocmGuest {
   int submit_raw(const std::vector<uint8_t> &bytes) {
     std::vector<uint32_t> dw((bytes.size() + 3) / 4);
     std::memcpy(dw.data(), bytes.data(), bytes.size());
+    if (submit_cmd2_)
+      return virgl_renderer_submit_cmd2(dw.data(), static_cast<int>(ctx_),
+                                        static_cast<int>(dw.size()), nullptr, 0);
     return virgl_renderer_submit_cmd(dw.data(), static_cast<int>(ctx_),
                                      static_cast<int>(dw.size()));
   }
@@ -167,6 +177,8 @@ class RocmGuest {
   uint32_t seqno_ = 0;
   uint32_t slot_ = 0;
   int last_submit_ = 0;
+  bool submit_cmd2_ = false;
+  std::function<void(uint32_t)> on_blob_;
 };
 
 }  // namespace rvgl::hooks_test

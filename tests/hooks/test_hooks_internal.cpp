@@ -19,19 +19,33 @@ using rvgl::hooks_test::ScopedEnv;
 TEST_CASE("compute-only drops the GL winsys flags and sets NO_VIRGL", "[hooks]") {
   const int stock_vtest =
       VIRGL_RENDERER_USE_EGL | VIRGL_RENDERER_THREAD_SYNC | VIRGL_RENDERER_USE_EXTERNAL_BLOB;
-  CHECK(real_init_flags(stock_vtest, true) ==
+  CHECK(real_init_flags(stock_vtest, true, 8) ==
         (VIRGL_RENDERER_THREAD_SYNC | VIRGL_RENDERER_USE_EXTERNAL_BLOB | VIRGL_RENDERER_NO_VIRGL));
   const int gl = VIRGL_RENDERER_USE_GLX | VIRGL_RENDERER_USE_SURFACELESS | VIRGL_RENDERER_USE_GLES |
                  VIRGL_RENDERER_VENUS | VIRGL_RENDERER_ASYNC_FENCE_CB;
-  CHECK(real_init_flags(gl, true) ==
+  CHECK(real_init_flags(gl, true, 8) ==
         (VIRGL_RENDERER_VENUS | VIRGL_RENDERER_ASYNC_FENCE_CB | VIRGL_RENDERER_NO_VIRGL));
   // Without the switch the VMM's flags pass unchanged, its own NO_VIRGL included.
-  CHECK(real_init_flags(stock_vtest, false) == stock_vtest);
-  CHECK(real_init_flags(VIRGL_RENDERER_NO_VIRGL, false) == VIRGL_RENDERER_NO_VIRGL);
+  CHECK(real_init_flags(stock_vtest, false, 8) == stock_vtest);
+  CHECK(real_init_flags(VIRGL_RENDERER_NO_VIRGL, false, 8) == VIRGL_RENDERER_NO_VIRGL);
+}
+
+TEST_CASE("serving venus's or drm's capset id drops that renderer's init flags", "[hooks]") {
+  // QEMU with venus=on (hw/display/virtio-gpu-virgl.c, virtio_gpu_virgl_init) and
+  // drm_native_context=on, with an EGL display and virglrenderer >= 1.1.2.
+  const int venus = VIRGL_RENDERER_VENUS | VIRGL_RENDERER_RENDER_SERVER;
+  const int qemu =
+      venus | VIRGL_RENDERER_DRM | VIRGL_RENDERER_ASYNC_FENCE_CB | VIRGL_RENDERER_THREAD_SYNC;
+  CHECK(real_init_flags(qemu, false, 4) == (qemu & ~venus));
+  CHECK(real_init_flags(qemu, false, 6) == (qemu & ~VIRGL_RENDERER_DRM));
+  CHECK(real_init_flags(qemu, false, 8) == qemu);
+  CHECK(real_init_flags(qemu, true, 4) == ((qemu & ~venus) | VIRGL_RENDERER_NO_VIRGL));
 }
 
 namespace {
 void fake_write_context_fence(void *, uint32_t, uint32_t, uint64_t) {}
+void fake_write_fence(void *, uint32_t) {}
+void our_write_fence(void *, uint32_t) {}
 int fake_get_drm_fd(void *) {
   return 42;
 }
@@ -64,16 +78,25 @@ TEST_CASE("the VMM's callbacks are read only as far as their version goes", "[ho
   cbs.version = 4;
   cbs.get_egl_display = [](void *) -> void * { return nullptr; };
   VmmCallbacks v4(&cookie, 0, &cbs);
-  const virgl_renderer_callbacks *copy = v4.without_egl_display();
+  cbs.write_fence = fake_write_fence;
+  VmmCallbacks v4w(&cookie, 0, &cbs);
+  CHECK(v4w.write_fence() == &fake_write_fence);
+  const virgl_renderer_callbacks *copy = v4w.for_real_library(&our_write_fence, true);
   REQUIRE(copy != nullptr);
   CHECK(copy->get_egl_display == nullptr);
+  CHECK(copy->write_fence == &our_write_fence);  // global fences come to us first
   CHECK(copy->write_context_fence == &fake_write_context_fence);
   CHECK(copy->version == 4);
+  CHECK(v4w.for_real_library(&our_write_fence, true) == copy);  // the same pointer each time
+  // Not compute-only: the VMM's EGL display stays.
+  CHECK(v4.for_real_library(&our_write_fence, false)->get_egl_display == cbs.get_egl_display);
+  // A VMM without write_fence keeps none.
+  CHECK(v4.for_real_library(&our_write_fence, false)->write_fence == nullptr);
 
   cbs.version = 7;  // a future VMM: nothing of it is interpreted
   VmmCallbacks v7(&cookie, 0, &cbs);
   CHECK(v7.write_context_fence() == nullptr);
-  CHECK(v7.without_egl_display() == nullptr);
+  CHECK(v7.for_real_library(&our_write_fence, true) == nullptr);
 
   VmmCallbacks none(&cookie, 0, nullptr);
   CHECK(none.get_drm_fd() == -1);
@@ -140,11 +163,18 @@ TEST_CASE("without a real library every call answers an error and nothing crashe
     virgl_renderer_ctx_detach_resource(1, 1);
     virgl_renderer_resource_unref(1);
     CHECK(virgl_renderer_export_fence(1, &fd) == -ENOSYS);
-    CHECK(virgl_renderer_create_fence(1, 0) == EINVAL);
+    // Without a real library a global fence is ours alone: accepted, and with no ROCM work
+    // pending written at once.
+    CHECK(virgl_renderer_create_fence(1, 0) == 0);
+    CHECK(r.ctx0_fences() == std::vector<uint32_t>{1});
     CHECK(virgl_renderer_get_cursor_data(1, nullptr, nullptr) == nullptr);
     CHECK(virgl_set_debug_callback(nullptr) == nullptr);
+    // Without a real library we keep the VMM's log callback and own its user_data, releasing it
+    // when the callback is replaced, as the real library does.
     static bool freed = false;
     virgl_set_log_callback(nullptr, &freed, [](void *p) { *static_cast<bool *>(p) = true; });
+    CHECK_FALSE(freed);
+    virgl_set_log_callback(nullptr, nullptr, nullptr);
     CHECK(freed);
     virgl_renderer_context_destroy(1);
     virgl_renderer_reset();

@@ -1,0 +1,48 @@
+// The GPU work a context had submitted at one moment: for each kernel queue with work, its
+// timeline and the last point submitted. vrend-hooks takes one per ROCM context when the VMM
+// creates a global (ctx0) fence, and holds the fence until every snapshot is reached, so a VMM
+// without context fences (callbacks version 1 or 2) never sees a fence retire before ROCm work
+// submitted ahead of it (issue 15, point 1).
+//
+// Taken on the VMM's thread (it reads the context's queue table); asked and waited on from any
+// thread: it holds its own references to the timelines and the device, so it outlives the
+// context that produced it.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "amdgpu/amdgpu_device.h"
+#include "queue/sync_timeline.h"
+
+namespace rvgl {
+
+class WorkSnapshot {
+ public:
+  struct Point {
+    std::shared_ptr<SyncTimeline> timeline;
+    uint64_t point = 0;
+  };
+
+  WorkSnapshot() = default;
+  WorkSnapshot(std::shared_ptr<AmdgpuDevice> dev, std::vector<Point> points)
+      : dev_(std::move(dev)), points_(std::move(points)) {}
+
+  // Nothing to wait for (no kernel queue had unfinished work when it was taken).
+  bool empty() const { return points_.empty(); }
+  size_t size() const { return points_.size(); }
+
+  // Every point reached? Points found reached are dropped, so asking again costs only what is
+  // still outstanding; a point already seen reached by anyone costs no ioctl.
+  bool reached();
+
+  // Blocks until reached() or abs_timeout_ns (CLOCK_MONOTONIC); true when reached.
+  bool wait(int64_t abs_timeout_ns);
+
+ private:
+  std::shared_ptr<AmdgpuDevice> dev_;
+  std::vector<Point> points_;
+};
+
+}  // namespace rvgl

@@ -1,0 +1,206 @@
+// Exhaustion at the C boundary (issue 13, point 6): a guest creating contexts until refused gets
+// an error while the VMM keeps working (RVGL_MAX_CONTEXTS, and file descriptors with the limit
+// lowered in a child process), and failing thread creation never lets an exception out of the
+// library. This executable interposes pthread_create (the library's std::thread reaches it
+// through the PLT) so a test can make thread creation fail on demand.
+#include <catch2/catch.hpp>
+
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <vector>
+
+#include "../../tools/common/amd_packets.h"
+#include "mini_vmm.h"
+#include "renderer_fixture.h"
+#include "rocm_guest.h"
+
+using namespace rvgl::hooks_test;
+namespace pk = rvgl::packets;
+
+namespace {
+
+std::atomic<bool> g_fail_threads{false};
+std::atomic<int> g_failed_threads{0};
+
+Renderer::Options poll_mode() {
+  Renderer::Options o;
+  o.flags = VIRGL_RENDERER_NO_VIRGL | VIRGL_RENDERER_THREAD_SYNC;
+  return o;
+}
+
+// A NOP through the shared page: the context still serves its guest.
+bool serves(RocmGuest &g) {
+  rvgl_req_nop req{};
+  return g.call<rvgl_rsp_nop>(RVGL_CMD_NOP, req).hdr.result == 0 && g.last_submit() == 0;
+}
+
+int open_fds() {
+  int n = 0;
+  for (int fd = 0; fd < 4096; ++fd)
+    if (fcntl(fd, F_GETFD) != -1) ++n;
+  return n;
+}
+
+}  // namespace
+
+extern "C" int pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(void *),
+                              void *arg) {
+  using Fn = int (*)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
+  static const Fn real = reinterpret_cast<Fn>(dlsym(RTLD_NEXT, "pthread_create"));
+  if (g_fail_threads.load()) {
+    g_failed_threads.fetch_add(1);
+    return EAGAIN;
+  }
+  return real(t, attr, fn, arg);
+}
+
+TEST_CASE("RVGL_MAX_CONTEXTS refuses more contexts; the others and the VMM go on", "[limits]") {
+  ScopedEnv max("RVGL_MAX_CONTEXTS", "5");
+  Renderer r(poll_mode());
+  REQUIRE(r.result() == 0);
+  RocmGuest first(1, 100);
+  first.start();
+  for (uint32_t ctx = 2; ctx <= 5; ++ctx)
+    REQUIRE(virgl_renderer_context_create_with_flags(ctx, RVGL_CAPSET_ID, 0, "") == 0);
+  for (int attempt = 0; attempt < 3; ++attempt)
+    CHECK(virgl_renderer_context_create_with_flags(6, RVGL_CAPSET_ID, 0, "") == ENOSPC);
+  CHECK(serves(first));
+  virgl_renderer_context_destroy(5);
+  CHECK(virgl_renderer_context_create_with_flags(6, RVGL_CAPSET_ID, 0, "") == 0);
+  CHECK(virgl_renderer_context_create_with_flags(8, RVGL_CAPSET_ID, 0, "") == ENOSPC);
+  for (uint32_t ctx : {2u, 3u, 4u, 6u})
+    virgl_renderer_context_destroy(ctx);
+  virgl_renderer_resource_unref(first.shmem_res());
+  virgl_renderer_context_destroy(1);
+}
+
+TEST_CASE("with ulimit -n lowered, contexts are refused before the VMM runs out of files",
+          "[limits]") {
+  const pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    // The child is the VMM: no Catch2 here, an exit code per failed step.
+    setenv("RVGL_MAX_CONTEXTS", "1000", 1);
+    const int base = open_fds();
+    const rlimit rl{rlim_t(base + 96), rlim_t(base + 96)};
+    if (setrlimit(RLIMIT_NOFILE, &rl) != 0) _exit(10);
+    const int reserve = std::min(64, (base + 96) / 4);  // process_limits.cpp, fd_reserve()
+    Renderer r(poll_mode());
+    if (r.result() != 0) _exit(11);
+    RocmGuest first(1, 100);
+    try {
+      first.start();
+    } catch (...) {
+      _exit(12);
+    }
+    // Bare contexts until refused; the first one tells what a context costs in descriptors.
+    const int before_second = base + 96 - open_fds();
+    if (virgl_renderer_context_create_with_flags(2, RVGL_CAPSET_ID, 0, "") != 0) _exit(13);
+    const int per_ctx = before_second - (base + 96 - open_fds());
+    if (per_ctx <= 0) _exit(14);
+    uint32_t ctx = 3;
+    int ret = 0;
+    for (; ctx < 1000; ++ctx)
+      if ((ret = virgl_renderer_context_create_with_flags(ctx, RVGL_CAPSET_ID, 0, "")) != 0) break;
+    if (ret != EMFILE) _exit(15);
+    // Exactly as many as leave the reserve: context n is made while free >= reserve.
+    const int created = static_cast<int>(ctx) - 2;  // contexts 2 .. ctx-1
+    const int expect = (before_second - reserve) / per_ctx + 1;
+    if (created != expect) _exit(16);
+    // The VMM can still open files, and the first guest is still served.
+    std::vector<int> files;
+    for (int i = 0; i < reserve - per_ctx; ++i) {
+      const int fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+      if (fd < 0) _exit(17);
+      files.push_back(fd);
+    }
+    for (int fd : files)
+      close(fd);
+    if (!serves(first)) _exit(18);
+    // A context that goes makes room for one more.
+    virgl_renderer_context_destroy(2);
+    if (virgl_renderer_context_create_with_flags(2, RVGL_CAPSET_ID, 0, "") != 0) _exit(19);
+    _exit(0);
+  }
+  int status = 0;
+  REQUIRE(waitpid(pid, &status, 0) == pid);
+  REQUIRE(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+}
+
+TEST_CASE("thread creation failing never lets an exception out", "[limits]") {
+  Renderer r(poll_mode());
+  REQUIRE(r.result() == 0);
+  for (int round = 0; round < 20; ++round) {
+    g_failed_threads = 0;
+    g_fail_threads = true;
+    int ret = -1;
+    try {
+      ret = virgl_renderer_context_create_with_flags(1, RVGL_CAPSET_ID, 0, "");
+    } catch (...) {
+      g_fail_threads = false;
+      FAIL("an exception left virgl_renderer_context_create_with_flags");
+    }
+    g_fail_threads = false;
+    CHECK(ret == EAGAIN);
+    CHECK(g_failed_threads.load() == 1);
+    // The VMM goes on: the same id can be created once threads can be.
+    RocmGuest g(1, 100);
+    REQUIRE_NOTHROW(g.start());
+    CHECK(serves(g));
+    virgl_renderer_resource_unref(g.shmem_res());
+    virgl_renderer_context_destroy(1);
+  }
+}
+
+TEST_CASE("global fences without a waiter thread still retire, from the VMM's poll", "[limits]") {
+  // An ASYNC_FENCE_CB VMM without context fences: held global fences are normally written by
+  // the waiter thread; when it cannot start they go out from virgl_renderer_poll.
+  MiniVmm vmm({"async-v1", 1,
+               VIRGL_RENDERER_NO_VIRGL | VIRGL_RENDERER_ASYNC_FENCE_CB | VIRGL_RENDERER_THREAD_SYNC,
+               false, false, RVGL_CAPSET_ID, nullptr, false, false, false, false});
+  REQUIRE(vmm.result() == 0);
+  RocmGuest g(1, 100);
+  g.start();
+  auto [buf_bo, buf_res] = g.bo_blob(65536, RVGL_DOMAIN_GTT);
+  auto *ib = static_cast<uint32_t *>(g.map(buf_res, 65536));
+  const uint64_t va = g.caps().va_start;
+  REQUIRE(g.va_map(buf_bo, 0, va, 65536, RVGL_VA_FLAG_READ | RVGL_VA_FLAG_EXECUTE) == 0);
+  std::vector<uint32_t> nop;
+  pk::sdma_nop(nop);
+  pk::sdma_pad(nop);
+  std::memcpy(ib, nop.data(), nop.size() * 4);
+  const uint32_t q = g.queue_create(RVGL_IP_SDMA, 1);
+  REQUIRE(rvgl_emu_set_knob("RVGL_EMU_JOB_LATENCY_US", "20000") == 0);
+  const uint64_t jobs0 = MiniVmm::jobs_completed();
+  g.submit(q, va, nop.size());
+  g_failed_threads = 0;
+  g_fail_threads = true;
+  int ret = -1;
+  try {
+    ret = vmm.fence(0, 0, 7);
+  } catch (...) {
+    g_fail_threads = false;
+    FAIL("an exception left virgl_renderer_create_fence");
+  }
+  g_fail_threads = false;
+  REQUIRE(rvgl_emu_set_knob("RVGL_EMU_JOB_LATENCY_US", "0") == 0);
+  CHECK(ret == 0);
+  CHECK(g_failed_threads.load() == 1);
+  REQUIRE(vmm.run_until([&] { return vmm.newest_global() == 7; }));
+  const auto retired = vmm.retired();
+  REQUIRE(retired.size() == 1);
+  CHECK(retired[0].jobs_completed - jobs0 == 1);
+  CHECK(retired[0].fence_id == 7);
+  virgl_renderer_resource_unref(buf_res);
+  virgl_renderer_resource_unref(g.shmem_res());
+  virgl_renderer_context_destroy(1);
+}

@@ -1,0 +1,49 @@
+#include "process_limits.h"
+
+#include <dirent.h>
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+
+namespace rvgl::hooks {
+
+uint32_t max_contexts_from_env() {
+  const char *v = std::getenv("RVGL_MAX_CONTEXTS");
+  if (!v || !*v) return kDefaultMaxContexts;
+  char *end = nullptr;
+  const unsigned long n = std::strtoul(v, &end, 0);
+  if (*end != '\0' || n == 0 || n > 65536) return kDefaultMaxContexts;
+  return static_cast<uint32_t>(n);
+}
+
+namespace {
+
+long nofile_limit() {
+  rlimit rl{};
+  if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY) return -1;
+  return static_cast<long>(rl.rlim_cur);
+}
+
+}  // namespace
+
+int free_fds() {
+  const long limit = nofile_limit();
+  if (limit < 0) return -1;
+  DIR *d = opendir("/proc/self/fd");
+  if (!d) return (errno == EMFILE || errno == ENFILE) ? 0 : -1;
+  long open = -1;  // the directory's own fd is listed too
+  while (dirent *e = readdir(d))
+    if (e->d_name[0] != '.') ++open;
+  closedir(d);
+  return static_cast<int>(std::max(0L, limit - open));
+}
+
+int fd_reserve() {
+  const long limit = nofile_limit();
+  if (limit < 0) return 0;
+  return static_cast<int>(std::min(64L, limit / 4));
+}
+
+}  // namespace rvgl::hooks

@@ -1,0 +1,21 @@
+// Per-process limits on our contexts (issue 13, point 6): a guest that keeps creating contexts
+// is refused before the VMM runs out of file descriptors or threads.
+#pragma once
+
+#include <cstdint>
+
+namespace rvgl::hooks {
+
+// RVGL_MAX_CONTEXTS: ROCM contexts alive at once in this VMM process (every guest together).
+constexpr uint32_t kDefaultMaxContexts = 128;
+uint32_t max_contexts_from_env();
+
+// File descriptors this process may still open (RLIMIT_NOFILE minus those open), or -1 when
+// that cannot be told (no /proc). Costs a directory read: context creation only.
+int free_fds();
+
+// Descriptors a new context must leave to the VMM: a quarter of the limit, at most 64. A
+// context needs a few of its own (device, eventfd, shared page), the VMM the rest.
+int fd_reserve();
+
+}  // namespace rvgl::hooks
