@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# ThreadSanitizer over the programs where our threads meet (retire threads, SPM workers and the
+# ThreadSanitizer over the programs where our threads meet (the completion engine, SPM workers and the
 # reaper, the emulator's rings, the hooks' callbacks). Fails on any reported race.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -8,9 +8,11 @@ builddir=build-ci-tsan
 [ -d "$builddir" ] || meson setup "$builddir" -Dtests=true -Db_sanitize=thread -Db_lundef=false \
   -Dbuildtype=debugoptimized
 targets=(tests/unit_tests tests/context_tests tests/robustness_tests tests/spm_tests
-         tests/emu/emu_tests tests/hooks/hooks_api_tests tests/guest/guest_tests)
+         tests/emu/emu_tests tests/hooks/hooks_api_tests tests/hooks/hooks_profiles
+         tests/hooks/hooks_limits_test tests/guest/guest_tests)
 ninja -C "$builddir" "${targets[@]}"
 export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
-for t in unit context-gfx1100 robustness spm-gfx1100 emu-gfx1100 hooks-api guest; do
+for t in unit context-gfx1100 robustness spm-gfx1100 emu-gfx1100 hooks-api hooks-profile-qemu-10.0 \
+         hooks-profile-qemu-10.1-async hooks-profile-global-1000-async hooks-limits guest; do
   meson test -C "$builddir" --no-rebuild --print-errorlogs "$t"
 done
