@@ -245,6 +245,41 @@ TEST_CASE("the event ring overflows without blocking and counts exactly what it 
   }
 }
 
+TEST_CASE("with vm_fault_stop=0 a fault that did not fail its job is still one VM_FAULT, 200 times",
+          "[robust][events]") {
+  // The kernel's default: the faulting access is dropped, the job completes, only the VM's fault
+  // cache knows (amdgpu_vm_update_fault_cache). Nothing is lost, reset or hung.
+  ScopedKnob mode("RVGL_EMU_VM_FAULT_STOP", "0", "0");
+  REQUIRE(mode.ok());
+  for (int run = 0; run < kRuns; ++run) {
+    INFO("run " << run);
+    Guest g(3000 + run);
+    std::vector<rvgl_event> ev;
+    for (uint32_t i = 0; i < kFaultingQueues; ++i) {
+      int32_t r;
+      const uint32_t q = g.h.queue_create(RVGL_IP_COMPUTE, 10, &r);
+      REQUIRE(r == 0);
+      REQUIRE(g.write(g.va + (1ull << 31) + i * 0x10000, 1, q) == 0);
+      REQUIRE(g.h.fence(10, i + 1) == 0);
+      REQUIRE(g.h.wait_fence(10, i + 1));  // the job completed
+      REQUIRE(until([&] { return (g.h.queue_state(q).flags & RVGL_QUEUE_FLAG_VM_FAULT) != 0; }));
+      const auto st = g.h.queue_state(q);
+      REQUIRE(st.state == RVGL_QUEUE_STATE_OK);
+      REQUIRE(st.flags == RVGL_QUEUE_FLAG_VM_FAULT);
+      auto more = read_events(g.h);
+      REQUIRE(more.size() == 1);
+      REQUIRE(more[0].type == RVGL_EVENT_VM_FAULT);
+      REQUIRE(more[0].queue == q);
+      REQUIRE((more[0].payload[0] & ~0xfffull) == ((g.va + (1ull << 31) + i * 0x10000) & ~0xfffull));
+      ev.insert(ev.end(), more.begin(), more.end());
+      REQUIRE(g.h.queue_destroy(q) == 0);
+    }
+    const EventCounts c = count(ev);
+    REQUIRE(c.vm_fault == kFaultingQueues);
+    REQUIRE(c.reset_guilty + c.reset_other + c.hang + c.other == 0);
+  }
+}
+
 TEST_CASE("a fence on the events ring retires when a record arrives", "[robust][events]") {
   Guest g(6, /*async=*/false);
   REQUIRE(g.h.fence(RVGL_RING_EVENTS, 1) == 0);
