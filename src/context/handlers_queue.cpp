@@ -38,10 +38,11 @@ int32_t ComputeContext::cmd_queue_create(const Request &req, Response &rsp) {
       return -ENODEV;
     if (!is_pow2(q.queue_size) || q.queue_size < 256 || q.rptr_va % 8 || q.wptr_va % 8)
       return -EINVAL;
-    if (!va_.in_range(q.queue_va, q.queue_size) || !va_.in_range(q.rptr_va, 8) ||
-        !va_.in_range(q.wptr_va, 8) || !va_.in_range(q.eop_va, 1))
+    if (!memory_->va().in_range(q.queue_va, q.queue_size) ||
+        !memory_->va().in_range(q.rptr_va, 8) || !memory_->va().in_range(q.wptr_va, 8) ||
+        !memory_->va().in_range(q.eop_va, 1))
       return -EINVAL;
-    const MemoryObject *db = bos_.get(q.doorbell_bo);
+    const MemoryObject *db = memory_->bo(q.doorbell_bo);
     if (!db) return -ENOENT;
     if (db->domain() != RVGL_DOMAIN_DOORBELL || uint64_t{q.doorbell_offset} * 4 >= db->size())
       return -EINVAL;
@@ -93,7 +94,8 @@ int32_t ComputeContext::cmd_submit(const Request &req, Response &rsp) {
   std::memcpy(ibs.data(), p, q.num_ibs * sizeof(rvgl_ib));
   p += q.num_ibs * sizeof(rvgl_ib);
   for (const auto &ib : ibs) {
-    if (ib.flags || ib.size == 0 || ib.size % 4 || ib.va % 4 || !va_.in_range(ib.va, ib.size))
+    if (ib.flags || ib.size == 0 || ib.size % 4 || ib.va % 4 ||
+        !memory_->va().in_range(ib.va, ib.size))
       return -EINVAL;
   }
   std::vector<TimelinePoint> waits;
@@ -107,7 +109,7 @@ int32_t ComputeContext::cmd_submit(const Request &req, Response &rsp) {
     if (w.seq) waits.push_back({other->kernel->timeline()->handle(), w.seq});
   }
   uint64_t seq;
-  if (int err = entry->kernel->submit(ibs, waits, resident_.entries(), &seq)) return err;
+  if (int err = entry->kernel->submit(ibs, waits, memory_->resident_entries(), &seq)) return err;
   // Look at the queue's health when this work drains, fence or no fence.
   retirer_->watch(q.queue, entry->kernel->timeline(), seq);
   rsp.as<rvgl_rsp_submit>().seq = seq;

@@ -25,28 +25,45 @@ int VaSpace::check_free(uint64_t va, uint64_t size) const {
 }
 
 void VaSpace::insert(VaMapping m) {
-  maps_.emplace(m.va, std::move(m));
+  by_object_[m.object.get()].insert(m.va);
+  const uint64_t va = m.va;
+  maps_.emplace(va, std::move(m));
+}
+
+void VaSpace::erase(std::map<uint64_t, VaMapping>::iterator it) {
+  auto o = by_object_.find(it->second.object.get());
+  if (o != by_object_.end()) {
+    o->second.erase(it->first);
+    if (o->second.empty()) by_object_.erase(o);
+  }
+  maps_.erase(it);
 }
 
 std::optional<VaMapping> VaSpace::take(uint64_t va, uint64_t size) {
   auto it = maps_.find(va);
   if (it == maps_.end() || it->second.size != size) return std::nullopt;
   VaMapping m = std::move(it->second);
-  maps_.erase(it);
+  erase(it);
   return m;
 }
 
 std::vector<VaMapping> VaSpace::take_object(const MemoryObject *obj) {
   std::vector<VaMapping> out;
-  for (auto it = maps_.begin(); it != maps_.end();) {
-    if (it->second.object.get() == obj) {
-      out.push_back(std::move(it->second));
-      it = maps_.erase(it);
-    } else {
-      ++it;
-    }
+  auto o = by_object_.find(obj);
+  if (o == by_object_.end()) return out;
+  const std::set<uint64_t> vas = std::move(o->second);
+  by_object_.erase(o);
+  for (uint64_t va : vas) {
+    auto it = maps_.find(va);
+    out.push_back(std::move(it->second));
+    maps_.erase(it);
   }
   return out;
+}
+
+size_t VaSpace::count_of(const MemoryObject *obj) const {
+  auto o = by_object_.find(obj);
+  return o == by_object_.end() ? 0 : o->second.size();
 }
 
 std::vector<VaMapping> VaSpace::take_all() {
@@ -54,6 +71,7 @@ std::vector<VaMapping> VaSpace::take_all() {
   for (auto &[va, m] : maps_)
     out.push_back(std::move(m));
   maps_.clear();
+  by_object_.clear();
   return out;
 }
 
