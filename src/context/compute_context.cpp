@@ -16,7 +16,7 @@ constexpr uint32_t kFdTypeShm = 3;  // VIRGL_RENDERER_BLOB_FD_TYPE_SHM
 constexpr uint32_t kMapCached = 1;  // VIRGL_RENDERER_MAP_CACHE_CACHED
 
 std::shared_ptr<AmdgpuDevice> open_device(const Config &cfg, UniqueFd vmm_fd, int *err) {
-  if (vmm_fd) return AmdgpuDevice::adopt(std::move(vmm_fd), err);
+  if (vmm_fd) return AmdgpuDevice::adopt_private(std::move(vmm_fd), err);
   const std::string node = choose_render_node(cfg.render_node);
   if (node.empty()) {
     *err = -ENODEV;

@@ -30,20 +30,19 @@ void VaSpace::insert(VaMapping m) {
   maps_.emplace(va, std::move(m));
 }
 
-void VaSpace::erase(std::map<uint64_t, VaMapping>::iterator it) {
-  auto o = by_object_.find(it->second.object.get());
-  if (o != by_object_.end()) {
-    o->second.erase(it->first);
-    if (o->second.empty()) by_object_.erase(o);
-  }
-  maps_.erase(it);
+void VaSpace::unindex(const MemoryObject *obj, uint64_t va) {
+  auto o = by_object_.find(obj);
+  if (o == by_object_.end()) return;
+  o->second.erase(va);
+  if (o->second.empty()) by_object_.erase(o);
 }
 
 std::optional<VaMapping> VaSpace::take(uint64_t va, uint64_t size) {
   auto it = maps_.find(va);
   if (it == maps_.end() || it->second.size != size) return std::nullopt;
   VaMapping m = std::move(it->second);
-  erase(it);
+  unindex(m.object.get(), va);
+  maps_.erase(it);
   return m;
 }
 
@@ -55,6 +54,7 @@ std::vector<VaMapping> VaSpace::take_object(const MemoryObject *obj) {
   by_object_.erase(o);
   for (uint64_t va : vas) {
     auto it = maps_.find(va);
+    if (it == maps_.end()) continue;  // cannot happen: both indexes change together
     out.push_back(std::move(it->second));
     maps_.erase(it);
   }

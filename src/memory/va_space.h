@@ -47,7 +47,7 @@ class VaSpace {
 
  private:
   uint64_t start_, end_, align_;
-  void erase(std::map<uint64_t, VaMapping>::iterator it);
+  void unindex(const MemoryObject *obj, uint64_t va);
 
   std::map<uint64_t, VaMapping> maps_;  // keyed by va
   // The same mappings by object: unref and BO_FREE find an object's mappings without a scan.
