@@ -284,8 +284,8 @@ int ContextMemory::attach_foreign(uint32_t res_id, UniqueFd dmabuf, uint64_t siz
   // A handle we own already (our own BO re-attached, or a dma-buf imported twice): the same
   // object, so exactly one owner closes the handle. The charge above was for a new object.
   // Only the userptr resource that made an object revokes it: another name for it is foreign.
-  const Resource::Kind kind = owner->kind() == MemoryObject::Kind::kBo ? Resource::Kind::kBo
-                                                                       : Resource::Kind::kForeign;
+  const Resource::Kind kind =
+      owner->kind() == MemoryObject::Kind::kBo ? Resource::Kind::kBo : Resource::Kind::kForeign;
   resources_[res_id] = Resource{kind, std::move(owner)};
   return 0;
 }

@@ -34,8 +34,7 @@ size_t differing(const GpuBuffer &b, uint8_t v) {
 
 // SPM acquired, streaming into `dst`, and a SET_DEST retiring it blocked in the kernel; returns
 // the pending SET_DEST's handle.
-rvgl::guest::ResponseTicket stream_and_block(ComputeClient &c, GpuBuffer &dst,
-                                                             GpuBuffer &next) {
+rvgl::guest::ResponseTicket stream_and_block(ComputeClient &c, GpuBuffer &dst, GpuBuffer &next) {
   auto &s = c.session();
   REQUIRE(spm_acquire(c, kSpmRing) == 0);
   rvgl::guest::SpmSetDestArgs a;
@@ -57,9 +56,10 @@ rvgl::guest::ResponseTicket stream_and_block(ComputeClient &c, GpuBuffer &dst,
 
 }  // namespace
 
-TEST_CASE("1b: a GUEST userptr SPM destination unref'd mid-stream writes nothing into the "
-          "blobs mapped after it",
-          "[e2e][spm][lifetime]") {
+TEST_CASE(
+    "1b: a GUEST userptr SPM destination unref'd mid-stream writes nothing into the "
+    "blobs mapped after it",
+    "[e2e][spm][lifetime]") {
   const bool one_process = GENERATE(false, true);
   INFO((one_process ? "--no-fork --multi-clients" : "forked per client"));
   ServerOptions so;
@@ -90,9 +90,10 @@ TEST_CASE("1b: a GUEST userptr SPM destination unref'd mid-stream writes nothing
   CHECK(written == 0);
 }
 
-TEST_CASE("1c: a guest that disconnects with SET_DEST blocked writes nothing into the next "
-          "guest's blobs",
-          "[e2e][spm][lifetime]") {
+TEST_CASE(
+    "1c: a guest that disconnects with SET_DEST blocked writes nothing into the next "
+    "guest's blobs",
+    "[e2e][spm][lifetime]") {
   const bool one_process = GENERATE(false, true);
   INFO((one_process ? "--no-fork --multi-clients" : "forked per client"));
   ServerOptions so;
