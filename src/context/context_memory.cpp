@@ -267,22 +267,25 @@ int ContextMemory::attach_foreign(uint32_t res_id, UniqueFd dmabuf, uint64_t siz
   const off_t real = lseek(dmabuf.get(), 0, SEEK_END);
   if (real <= 0) return -EINVAL;
   if (size == 0 || size > static_cast<uint64_t>(real)) size = static_cast<uint64_t>(real);
-  if (int err = usage_->charge(Usage::Pool::kOther, 0)) return err;
-  Charge charge(usage_, Usage::Pool::kOther, 0);
   uint32_t h;
   std::shared_ptr<MemoryObject> owner;
   int err = registry_->import(dmabuf.get(), &h, &owner, [&](uint32_t handle) {
+    // A new kernel object: charged. A handle we own already (below) costs nothing more.
+    if (int e = usage_->charge(Usage::Pool::kOther, 0)) {
+      dev_->gem_close(handle);
+      return e;
+    }
     auto obj =
         std::make_shared<MemoryObject>(dev_, MemoryObject::Kind::kImported, 0,
                                        std::vector<MemoryObject::Segment>{{handle, size}}, false);
-    obj->set_charge(std::move(charge));
+    obj->set_charge(Charge(usage_, Usage::Pool::kOther, 0));
     registry_->add(obj);
     owner = std::move(obj);
     return 0;
   });
   if (err) return err;
   // A handle we own already (our own BO re-attached, or a dma-buf imported twice): the same
-  // object, so exactly one owner closes the handle. The charge above was for a new object.
+  // object, so exactly one owner closes the handle.
   // Only the userptr resource that made an object revokes it: another name for it is foreign.
   const Resource::Kind kind =
       owner->kind() == MemoryObject::Kind::kBo ? Resource::Kind::kBo : Resource::Kind::kForeign;

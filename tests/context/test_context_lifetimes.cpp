@@ -93,6 +93,7 @@ TEST_CASE("lifetimes #2: a dma-buf attached twice shares one owner", "[context][
   REQUIRE(b.ctx().attach_foreign(100, std::move(e1.fd), buf.size) == 0);
   REQUIRE(b.ctx().attach_foreign(101, std::move(e2.fd), buf.size) == 0);
   CHECK(b.ctx().stats().owned_handles == 1);
+  CHECK(b.ctx().stats().usage.objects == 1);  // one kernel object, charged once
   b.ctx().detach_resource(100);
   // The other name still has the handle.
   CHECK(b.va_map(0, 101, 0, va_base(b), buf.size) == 0);
