@@ -163,7 +163,9 @@ RVGL_CHECK_OFFSET(struct rvgl_capset, reserved, 240);
 
 /* Written by the host unless marked "guest". All counters wrap modulo 2^32. */
 struct rvgl_shmem_header {
-  uint32_t seqno;          /* seqno of the last request processed; stored after its response */
+  uint32_t seqno;          /* seqno of the last request processed; stored after its response,
+                            * except for a deferred one (SPM_SET_DEST): stored once accepted,
+                            * its response comes later (check the response's own seqno) */
   uint32_t async_error;    /* bad frames + failed requests that had no response slot */
   uint32_t event_wptr;     /* number of event records ever written */
   uint32_t event_overflow; /* records dropped because the ring was full */

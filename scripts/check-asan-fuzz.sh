@@ -9,7 +9,7 @@ seconds=${1:-90}
 builddir=build-ci-asan
 [ -d "$builddir" ] || CC=clang CXX=clang++ meson setup "$builddir" -Dtests=true -Dfuzzers=true \
   -Db_sanitize=address,undefined -Db_lundef=false -Dbuildtype=debugoptimized
-ninja -C "$builddir" fuzz/fuzz-protocol fuzz/fuzz-api fuzz/fuzz-vtest
+ninja -C "$builddir" fuzz/fuzz-protocol fuzz/fuzz-api fuzz/fuzz-vtest fuzz/fuzz-lifecycle
 
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:strict_string_checks=1
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
@@ -22,7 +22,7 @@ mapfile -t tests < <(meson test -C "$builddir" --list --no-rebuild 2>/dev/null |
 echo "ASan+UBSan: ${#tests[@]} suites: ${tests[*]}"
 meson test -C "$builddir" --print-errorlogs --num-processes 2 "${tests[@]}"
 
-for h in protocol api vtest; do
+for h in protocol api vtest lifecycle; do
   corpus=$(mktemp -d)
   cp -r "fuzz/corpus/$h/." "$corpus/"
   dict=()

@@ -1,11 +1,18 @@
 #include "amdgpu/amdgpu_device.h"
 
 #include <fcntl.h>
+#include <linux/kcmp.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #include <xf86drm.h>
 
 #include <cerrno>
 #include <cstdlib>
+#include <climits>
+#include <cstdio>
 #include <cstring>
+#include <mutex>
+#include <vector>
 
 namespace rvgl {
 
@@ -18,10 +25,55 @@ std::shared_ptr<AmdgpuDevice> AmdgpuDevice::open(const std::string &path, int *e
   return adopt(std::move(fd), err);
 }
 
+namespace {
+
+// Every device of this process, so a VMM fd that is another context's open file is recognised.
+std::mutex g_devices_mu;
+std::vector<std::weak_ptr<AmdgpuDevice>> g_devices;
+
+// 1: a and b are the same open file (one GPU VM), 0: not, -errno: cannot tell. kcmp(2) KCMP_FILE
+// compares the struct file behind two fds (linux/kcmp.h); dup'ed fds share one.
+int same_file(int a, int b) {
+  const pid_t self = getpid();
+  const long r = syscall(SYS_kcmp, self, self, KCMP_FILE, a, b);
+  if (r < 0) return -errno;
+  return r == 0 ? 1 : 0;
+}
+
+}  // namespace
+
 std::shared_ptr<AmdgpuDevice> AmdgpuDevice::adopt(UniqueFd fd, int *err) {
   std::shared_ptr<AmdgpuDevice> dev(new AmdgpuDevice(std::move(fd)));
   *err = dev->check_driver();
-  return *err ? nullptr : dev;
+  if (*err) return nullptr;
+  std::lock_guard lk(g_devices_mu);
+  std::erase_if(g_devices, [](const std::weak_ptr<AmdgpuDevice> &w) { return w.expired(); });
+  g_devices.push_back(dev);
+  return dev;
+}
+
+std::shared_ptr<AmdgpuDevice> AmdgpuDevice::adopt_private(UniqueFd fd, int *err) {
+  int shared = 0;
+  {
+    std::lock_guard lk(g_devices_mu);
+    for (const auto &w : g_devices) {
+      auto d = w.lock();
+      if (!d) continue;
+      shared = same_file(fd.get(), d->fd());
+      if (shared != 0) break;  // the same file, or no way to tell: do not trust it
+    }
+  }
+  if (shared == 0) return adopt(std::move(fd), err);
+  // A file of its own on the same node: the VMM's choice of device is kept, not its open file.
+  char link[64], path[PATH_MAX];
+  std::snprintf(link, sizeof(link), "/proc/self/fd/%d", fd.get());
+  const ssize_t n = readlink(link, path, sizeof(path) - 1);
+  if (n <= 0) {
+    *err = -EBUSY;
+    return nullptr;
+  }
+  path[n] = 0;
+  return open(path, err);
 }
 
 std::shared_ptr<AmdgpuDevice> AmdgpuDevice::reopen(int *err) const {

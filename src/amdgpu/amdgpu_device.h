@@ -20,10 +20,15 @@ class AmdgpuDevice {
  public:
   // Opens path (a render node) read-write; checks the driver is amdgpu 3.x.
   static std::shared_ptr<AmdgpuDevice> open(const std::string &path, int *err);
-  // Takes ownership of an fd the VMM chose (its get_drm_fd callback); same checks.
+  // Takes ownership of an fd; same checks.
   static std::shared_ptr<AmdgpuDevice> adopt(UniqueFd fd, int *err);
   // A second, independent open of this device's node (its own DRM file: own handles, own VM).
   std::shared_ptr<AmdgpuDevice> reopen(int *err) const;
+  // An fd the VMM chose (its get_drm_fd callback). A VMM that hands out dups of one open file
+  // would give every context the same GPU VM and handle namespace: when fd is the same file as
+  // a device of this process (kcmp KCMP_FILE), or that cannot be told, the node is re-opened by
+  // path for a file of the context's own (-errno of that open, -EBUSY if it has no path).
+  static std::shared_ptr<AmdgpuDevice> adopt_private(UniqueFd fd, int *err);
 
   int fd() const { return fd_.get(); }
   uint32_t drm_minor_version() const { return drm_minor_; }

@@ -12,14 +12,11 @@ namespace rvgl {
 namespace {
 
 // virglrenderer.h values, repeated so the context does not depend on virglrenderer's header.
-constexpr uint32_t kFdTypeDmabuf = 1;  // VIRGL_RENDERER_BLOB_FD_TYPE_DMABUF
-constexpr uint32_t kFdTypeShm = 3;     // VIRGL_RENDERER_BLOB_FD_TYPE_SHM
-constexpr uint32_t kMapCached = 1;     // VIRGL_RENDERER_MAP_CACHE_CACHED
-constexpr uint32_t kMapUncached = 2;   // VIRGL_RENDERER_MAP_CACHE_UNCACHED
-constexpr uint32_t kMapWc = 3;         // VIRGL_RENDERER_MAP_CACHE_WC
+constexpr uint32_t kFdTypeShm = 3;  // VIRGL_RENDERER_BLOB_FD_TYPE_SHM
+constexpr uint32_t kMapCached = 1;  // VIRGL_RENDERER_MAP_CACHE_CACHED
 
 std::shared_ptr<AmdgpuDevice> open_device(const Config &cfg, UniqueFd vmm_fd, int *err) {
-  if (vmm_fd) return AmdgpuDevice::adopt(std::move(vmm_fd), err);
+  if (vmm_fd) return AmdgpuDevice::adopt_private(std::move(vmm_fd), err);
   const std::string node = choose_render_node(cfg.render_node);
   if (node.empty()) {
     *err = -ENODEV;
@@ -78,8 +75,6 @@ ComputeContext::ComputeContext(const Options &opts)
       config_(*opts.config),
       limits_(opts.config->limits),
       decoder_(table(), this, opts.config->limits.max_submit_bytes),
-      bos_(opts.config->limits.max_objects),
-      va_(0, 0, 4096),
       queues_(opts.config->limits.max_queues),
       // delivery_ is set in create(), before any thread can post.
       events_([this] { delivery_->progress(); }) {}
@@ -95,11 +90,7 @@ std::unique_ptr<ComputeContext> ComputeContext::create(Options opts, int *err) {
   if ((*err = probe_device(*c->dev_, *opts.config, implemented_features(), &c->facts_)))
     return nullptr;
   const rvgl_capset &cap = c->facts_.capset;
-  c->va_ = VaSpace(cap.va_start, cap.va_end, cap.va_alignment);
-  const auto &l = opts.config->limits;
-  c->usage_ = std::make_shared<Usage>(l.max_objects, std::min(l.max_vram_bytes, cap.vram_size),
-                                      std::min(l.max_gtt_bytes, cap.gtt_size), l.max_userptr_bytes);
-  c->bo_list_ = std::make_unique<KernelBoList>(c->dev_);
+  c->memory_ = std::make_unique<ContextMemory>(c->dev_, cap.features, cap, opts.config->limits);
   c->delivery_ = FenceDelivery::create(opts.async_fences, std::move(opts.on_fence), err);
   if (!c->delivery_) return nullptr;
   c->engine_ = CompletionEngine::acquire(*c->dev_, err);
@@ -134,11 +125,7 @@ ComputeContext::~ComputeContext() {
   }
   if (delivery_) delivery_->stop();
   queues_.clear();
-  for (auto &m : va_.take_all())
-    unmap(m);
-  resources_.clear();
-  parked_blobs_.clear();
-  bos_.clear();
+  memory_.reset();  // unmaps everything and revokes every use of the guest's pages
 }
 
 int ComputeContext::submit_cmd(std::span<const uint8_t> cmds) {
@@ -204,13 +191,11 @@ void ComputeContext::collect_drained() {
 // ---- blobs and resources ----
 
 int ComputeContext::create_blob(const BlobArgs &args, BlobExport *out) {
-  if (args.res_id == 0 || resources_.count(args.res_id)) return -EINVAL;
-  const bool userptr = args.blob_flags & (RVGL_BLOB_FLAG_USERPTR | RVGL_BLOB_FLAG_USERPTR_RDONLY);
-  if (userptr &&
-      (args.blob_mem == RVGL_BLOB_MEM_GUEST || args.blob_mem == RVGL_BLOB_MEM_HOST3D_GUEST))
-    return create_userptr(args, out);
-  if (args.blob_mem != RVGL_BLOB_MEM_HOST3D || userptr) return -EINVAL;
-  return args.blob_id == RVGL_BLOB_ID_SHMEM ? create_shared_page(args, out) : claim_bo(args, out);
+  if (!memory_->free_res_id(args.res_id)) return -EINVAL;
+  if (args.blob_mem == RVGL_BLOB_MEM_HOST3D && args.blob_id == RVGL_BLOB_ID_SHMEM &&
+      !(args.blob_flags & (RVGL_BLOB_FLAG_USERPTR | RVGL_BLOB_FLAG_USERPTR_RDONLY)))
+    return create_shared_page(args, out);
+  return memory_->create_blob(args, out);
 }
 
 int ComputeContext::create_shared_page(const BlobArgs &args, BlobExport *out) {
@@ -227,145 +212,23 @@ int ComputeContext::create_shared_page(const BlobArgs &args, BlobExport *out) {
   out->fd_type = kFdTypeShm;
   out->map_info = kMapCached;
   out->size = RVGL_SHMEM_SIZE;
+  if (int e = memory_->add_shared_page(args.res_id)) {
+    shmem_.reset();
+    return e;
+  }
+  // The page lives as long as the context: the ring may write into it from now on.
   if (facts_.capset.features & RVGL_FEATURE_EVENT_RING) events_.attach(shmem_->view());
-  resources_[args.res_id] = Resource{Resource::Kind::kSharedPage, nullptr};
   return 0;
-}
-
-int ComputeContext::claim_bo(const BlobArgs &args, BlobExport *out) {
-  auto it = parked_blobs_.find(args.blob_id);
-  if (it == parked_blobs_.end()) return -ENOENT;
-  const std::shared_ptr<MemoryObject> obj = it->second;
-  if (args.size != obj->size()) return -EINVAL;
-  const bool cpu_mappable =
-      obj->domain() != RVGL_DOMAIN_VRAM || (obj->bo_flags() & RVGL_BO_FLAG_CPU_ACCESS);
-  if ((args.blob_flags & RVGL_BLOB_FLAG_USE_MAPPABLE) && !cpu_mappable) return -EINVAL;
-  if (int err = export_object(*obj, out)) return err;
-  parked_blobs_.erase(it);
-  resources_[args.res_id] = Resource{Resource::Kind::kBo, obj};
-  return 0;
-}
-
-int ComputeContext::create_userptr(const BlobArgs &args, BlobExport *out) {
-  if (!(facts_.capset.features & RVGL_FEATURE_USERPTR)) return -ENODEV;
-  uint64_t total = 0;
-  for (const auto &v : args.iov) {
-    if (__builtin_add_overflow(total, v.iov_len, &total)) return -EINVAL;
-  }
-  if (args.iov.empty() || total != args.size || args.size == 0) return -EINVAL;
-  const bool ro = args.blob_flags & RVGL_BLOB_FLAG_USERPTR_RDONLY;
-  Charge charge;
-  if (int err = usage_->charge(Usage::Pool::kUserptr, total)) return err;
-  charge = Charge(usage_, Usage::Pool::kUserptr, total);
-
-  UserptrOptions opt;
-  const UsageSnapshot snap = usage_->snapshot();
-  opt.max_objects = static_cast<uint32_t>(
-      snap.objects < limits_.max_objects ? limits_.max_objects - snap.objects + 1 : 1);
-  UserptrResult res;
-  if (int err = import_userptr(dev_, args.iov, ro, opt, &res)) return err;
-  res.object->set_charge(std::move(charge));
-  last_userptr_strategy_ = res.strategy;
-  last_userptr_objects_ = static_cast<uint32_t>(res.object->segments().size());
-  resources_[args.res_id] = Resource{Resource::Kind::kUserptr, std::move(res.object)};
-  out->fd_type = 0;
-  out->size = total;
-  out->map_info = kMapCached;
-  return 0;
-}
-
-int ComputeContext::export_object(const MemoryObject &obj, BlobExport *out) {
-  if (obj.segments().size() != 1) return -EINVAL;
-  if (int err = dev_->prime_export(obj.segments()[0].handle, &out->fd)) return err;
-  out->fd_type = kFdTypeDmabuf;
-  out->size = obj.size();
-  switch (obj.domain()) {
-    case RVGL_DOMAIN_VRAM:
-      out->map_info = kMapWc;
-      break;
-    case RVGL_DOMAIN_DOORBELL:
-      out->map_info = kMapUncached;
-      break;
-    default:
-      out->map_info = (obj.bo_flags() & RVGL_BO_FLAG_WRITE_COMBINE) ? kMapWc : kMapCached;
-  }
-  return 0;
-}
-
-int ComputeContext::attach_foreign(uint32_t res_id, UniqueFd dmabuf, uint64_t size) {
-  if (res_id == 0 || resources_.count(res_id) || !dmabuf) return -EINVAL;
-  const off_t real = lseek(dmabuf.get(), 0, SEEK_END);
-  if (real <= 0) return -EINVAL;
-  if (size == 0 || size > static_cast<uint64_t>(real)) size = static_cast<uint64_t>(real);
-  if (int err = usage_->charge(Usage::Pool::kOther, 0)) return err;
-  Charge charge(usage_, Usage::Pool::kOther, 0);
-  uint32_t h;
-  if (int err = dev_->prime_import(dmabuf.get(), &h)) return err;
-  auto obj = std::make_shared<MemoryObject>(dev_, MemoryObject::Kind::kImported, 0,
-                                            std::vector<MemoryObject::Segment>{{h, size}}, false);
-  obj->set_charge(std::move(charge));
-  resources_[res_id] = Resource{Resource::Kind::kForeign, std::move(obj)};
-  return 0;
-}
-
-void ComputeContext::detach_resource(uint32_t res_id) {
-  auto it = resources_.find(res_id);
-  if (it == resources_.end()) return;
-  // Guest pages behind a userptr blob may be reused by the guest once the VMM drops the blob:
-  // the GPU must stop seeing them now, whatever the guest still has mapped.
-  if (it->second.kind == Resource::Kind::kUserptr) unmap_object(it->second.object.get());
-  resources_.erase(it);
 }
 
 int ComputeContext::export_resource(uint32_t res_id, BlobExport *out) {
-  auto it = resources_.find(res_id);
-  if (it == resources_.end()) return -ENOENT;
-  const Resource &r = it->second;
-  switch (r.kind) {
-    case Resource::Kind::kSharedPage:
-      out->fd = shmem_->dup_fd();
-      if (!out->fd) return -EMFILE;
-      out->fd_type = kFdTypeShm;
-      out->map_info = kMapCached;
-      out->size = RVGL_SHMEM_SIZE;
-      return 0;
-    case Resource::Kind::kBo:
-    case Resource::Kind::kForeign:
-      return export_object(*r.object, out);
-    case Resource::Kind::kUserptr:
-      return -EOPNOTSUPP;  // the VMM owns those pages already
-  }
-  return -EINVAL;
-}
-
-// ---- object helpers shared by handlers ----
-
-int ComputeContext::lookup_object(uint32_t bo, uint32_t res_id,
-                                  std::shared_ptr<MemoryObject> *out) const {
-  if ((bo == 0) == (res_id == 0)) return -EINVAL;
-  if (bo) {
-    *out = bos_.get_shared(bo);
-  } else {
-    auto it = resources_.find(res_id);
-    *out = it == resources_.end() ? nullptr : it->second.object;
-  }
-  return *out ? 0 : -ENOENT;
-}
-
-void ComputeContext::unmap(const VaMapping &m) {
-  m.object->for_each_piece(m.offset, m.size,
-                           [&](uint32_t handle, uint64_t off, uint64_t gpu_off, uint64_t len) {
-                             dev_->gem_va(AMDGPU_VA_OP_UNMAP, handle, m.va + gpu_off, off, len, 0);
-                             resident_.remove(handle);
-                           });
-  // The kernel's BO list holds references too: an unmapped object must not live on through it.
-  uint32_t list;
-  bo_list_->sync(resident_, &list);
-}
-
-void ComputeContext::unmap_object(const MemoryObject *obj) {
-  for (auto &m : va_.take_object(obj))
-    unmap(m);
+  if (!memory_->is_shared_page(res_id)) return memory_->export_resource(res_id, out);
+  out->fd = shmem_->dup_fd();
+  if (!out->fd) return -EMFILE;
+  out->fd_type = kFdTypeShm;
+  out->map_info = kMapCached;
+  out->size = RVGL_SHMEM_SIZE;
+  return 0;
 }
 
 // ---- health and events ----
@@ -377,13 +240,8 @@ void ComputeContext::post_event(uint32_t type, uint32_t queue, uint64_t p0, uint
 
 ContextStats ComputeContext::stats() const {
   ContextStats s;
-  s.bos = bos_.size();
-  s.resources = static_cast<uint32_t>(resources_.size());
+  static_cast<MemoryStats &>(s) = memory_->stats();
   s.queues = queues_.size();
-  s.va_mappings = static_cast<uint32_t>(va_.count());
-  s.usage = usage_->snapshot();
-  s.last_userptr_strategy = last_userptr_strategy_;
-  s.last_userptr_objects = last_userptr_objects_;
   return s;
 }
 

@@ -17,7 +17,6 @@
 #include <span>
 #include <string>
 #include <unordered_map>
-#include <unordered_set>
 
 #include "amdgpu/amdgpu_device.h"
 #include "amdgpu/device_probe.h"
@@ -25,15 +24,11 @@
 #include "context/capture_writer.h"
 #include "context/command_table.h"
 #include "context/config.h"
+#include "context/context_memory.h"
 #include "context/frame_decoder.h"
 #include "context/work_snapshot.h"
-#include "memory/usage.h"
 #include "memory/handle_table.h"
-#include "memory/memory_object.h"
-#include "memory/resident_set.h"
 #include "memory/shared_page.h"
-#include "memory/userptr_import.h"
-#include "memory/va_space.h"
 #include "queue/completion_engine.h"
 #include "queue/fence_delivery.h"
 #include "queue/kernel_bo_list.h"
@@ -46,33 +41,9 @@
 
 namespace rvgl {
 
-// What RESOURCE_CREATE_BLOB asks of the context.
-struct BlobArgs {
-  uint32_t res_id = 0;
-  uint32_t blob_mem = 0;    // RVGL_BLOB_MEM_*
-  uint32_t blob_flags = 0;  // RVGL_BLOB_FLAG_*
-  uint64_t blob_id = 0;
-  uint64_t size = 0;
-  std::span<const iovec> iov;  // GUEST / HOST3D_GUEST: the guest pages, as the VMM maps them
-};
-
-// What the VMM gets back for a blob: an fd it owns (or none), its kind and how to map it.
-struct BlobExport {
-  UniqueFd fd;
-  uint32_t fd_type = 0;   // VIRGL_RENDERER_BLOB_FD_TYPE_* (1 dmabuf, 3 shm); 0: no fd
-  uint32_t map_info = 0;  // VIRGL_RENDERER_MAP_CACHE_*
-  uint64_t size = 0;
-};
-
 // Counters a test or benchmark may read.
-struct ContextStats {
-  uint32_t bos = 0;
-  uint32_t resources = 0;
+struct ContextStats : MemoryStats {
   uint32_t queues = 0;
-  uint32_t va_mappings = 0;
-  UsageSnapshot usage;
-  UserptrStrategy last_userptr_strategy = UserptrStrategy::kStitched;
-  uint32_t last_userptr_objects = 0;
 };
 
 class ComputeContext {
@@ -101,12 +72,16 @@ class ComputeContext {
 
   // RESOURCE_CREATE_BLOB for this context: the shared page, a BO claim, or a userptr blob.
   int create_blob(const BlobArgs &args, BlobExport *out);
-  // A resource of another context type, imported from its dma-buf.
-  int attach_foreign(uint32_t res_id, UniqueFd dmabuf, uint64_t size);
-  // The resource is gone from this context (detach or unref): its name is dropped, and userptr
-  // memory stops being GPU-visible.
-  void detach_resource(uint32_t res_id);
-  bool has_resource(uint32_t res_id) const { return resources_.count(res_id) != 0; }
+  // A resource imported from its dma-buf: another context's, or one of ours coming back (the
+  // same object then).
+  int attach_foreign(uint32_t res_id, UniqueFd dmabuf, uint64_t size) {
+    return memory_->attach_foreign(res_id, std::move(dmabuf), size);
+  }
+  // The resource is gone from this context (detach or unref): its name is dropped and, for
+  // userptr memory, nothing of the host uses the guest's pages once this returns (GPU mappings,
+  // SPM destinations, udmabufs, aliases).
+  void detach_resource(uint32_t res_id) { memory_->detach_resource(res_id); }
+  bool has_resource(uint32_t res_id) const { return memory_->has_resource(res_id); }
   int export_resource(uint32_t res_id, BlobExport *out);
 
   // mergeable: VIRGL_RENDERER_FENCE_FLAG_MERGEABLE was given.
@@ -120,7 +95,7 @@ class ComputeContext {
   const FenceDelivery &fences() const { return *delivery_; }
   const QueueHealth &health() const { return *health_; }
   const EventRing &events() const { return events_; }
-  uint64_t bo_list_updates() const { return bo_list_->updates(); }
+  uint64_t bo_list_updates() const { return memory_->bo_list_updates(); }
   // Every kernel queue's last submitted point not yet known reached (work_snapshot.cpp): what a
   // global fence created now must wait for. VMM thread.
   WorkSnapshot work_snapshot() const;
@@ -128,10 +103,6 @@ class ComputeContext {
   std::string capture_path() const { return capture_ ? capture_->path() : std::string(); }
 
  private:
-  struct Resource {
-    enum class Kind { kSharedPage, kBo, kUserptr, kForeign } kind;
-    std::shared_ptr<MemoryObject> object;  // null for the shared page
-  };
   struct Queue {
     std::shared_ptr<KernelQueue> kernel;  // shared with its watch and the health owner
     std::shared_ptr<UserQueue> user;  // shared with the health owner
@@ -165,14 +136,7 @@ class ComputeContext {
   int32_t cmd_spm_set_dest(const Request &, Response &);
 
   // ---- helpers ----
-  // The object named by exactly one of bo / res_id; -EINVAL / -ENOENT otherwise.
-  int lookup_object(uint32_t bo, uint32_t res_id, std::shared_ptr<MemoryObject> *out) const;
-  void unmap(const VaMapping &m);
-  void unmap_object(const MemoryObject *obj);
   int create_shared_page(const BlobArgs &args, BlobExport *out);
-  int claim_bo(const BlobArgs &args, BlobExport *out);
-  int create_userptr(const BlobArgs &args, BlobExport *out);
-  int export_object(const MemoryObject &obj, BlobExport *out);
   int spm_check(uint32_t xcp) const;
   void release_spm(uint32_t xcp);
   uint64_t device_key() const;
@@ -186,20 +150,13 @@ class ComputeContext {
   const ContextLimits &limits_;
   std::shared_ptr<AmdgpuDevice> dev_;
   DeviceFacts facts_;
-  std::shared_ptr<Usage> usage_;
   FrameDecoder decoder_;
   std::unique_ptr<SharedPage> shmem_;
   ShmemView no_shmem_;
-  HandleTable<MemoryObject> bos_;
-  std::unordered_map<uint64_t, std::shared_ptr<MemoryObject>> parked_blobs_;
-  std::unordered_set<uint64_t> used_blob_ids_;
-  std::unordered_map<uint32_t, Resource> resources_;
-  VaSpace va_;
-  ResidentSet resident_;
+  std::unique_ptr<ContextMemory> memory_;  // objects, resources, VA space, quotas
   HandleTable<Queue> queues_;
   std::array<RingUse, RVGL_RING_COUNT> rings_{};
   std::array<uint32_t, RVGL_RING_COUNT> ring_queue_{};
-  std::unique_ptr<KernelBoList> bo_list_;
   // Fence side, in destruction order (members die bottom-up): watches before what they refer to.
   std::unique_ptr<FenceDelivery> delivery_;
   EventRing events_;
@@ -209,8 +166,6 @@ class ComputeContext {
   std::vector<DrainingWatch> draining_;
   std::array<std::unique_ptr<SpmSession>, 1> spm_;  // per XCP of the context's node
   std::unique_ptr<CaptureWriter> capture_;          // RVGL_CAPTURE_DIR
-  UserptrStrategy last_userptr_strategy_ = UserptrStrategy::kStitched;
-  uint32_t last_userptr_objects_ = 0;
 };
 
 }  // namespace rvgl

@@ -27,7 +27,7 @@ int32_t ComputeContext::cmd_query_info(const Request &req, Response &rsp) {
       return 0;
     }
     case RVGL_INFO_USAGE: {
-      const UsageSnapshot u = usage_->snapshot();
+      const UsageSnapshot u = memory_->usage();
       r.data.usage = {u.objects,
                       u.vram_bytes,
                       u.gtt_bytes,

@@ -45,7 +45,7 @@ int32_t ComputeContext::cmd_queue_create(const Request &req, Response &rsp) {
       return used;
     };
     std::shared_ptr<MemoryObject> db;
-    if (int err = check_user_queue({cap, va_, bos_, in_use}, q, &db)) return err;
+    if (int err = check_user_queue({cap, memory_->va(), memory_->bos(), in_use}, q, &db)) return err;
     std::unique_ptr<UserQueue> uq;
     if (int err = UserQueue::create(dev_, q, std::move(db), &uq)) return err;
     entry->user = std::move(uq);
@@ -108,7 +108,8 @@ int32_t ComputeContext::cmd_submit(const Request &req, Response &rsp) {
   std::memcpy(ibs.data(), p, q.num_ibs * sizeof(rvgl_ib));
   p += q.num_ibs * sizeof(rvgl_ib);
   for (const auto &ib : ibs) {
-    if (ib.flags || ib.size == 0 || ib.size % 4 || ib.va % 4 || !va_.in_range(ib.va, ib.size))
+    if (ib.flags || ib.size == 0 || ib.size % 4 || ib.va % 4 ||
+        !memory_->va().in_range(ib.va, ib.size))
       return -EINVAL;
   }
   std::vector<TimelinePoint> waits;
@@ -122,7 +123,7 @@ int32_t ComputeContext::cmd_submit(const Request &req, Response &rsp) {
     if (w.seq) waits.push_back({other->kernel->timeline()->handle(), w.seq});
   }
   uint32_t bo_list;
-  if (int err = bo_list_->sync(resident_, &bo_list)) return err;
+  if (int err = memory_->bo_list(&bo_list)) return err;
   uint64_t seq;
   if (int err = entry->kernel->submit(ibs, waits, bo_list, &seq)) {
     // The kernel refused the queue (guilty context, device gone): the health owner classifies.

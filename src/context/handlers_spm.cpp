@@ -1,6 +1,7 @@
 // SPM_ACQUIRE, SPM_RELEASE, SPM_SET_DEST (DESIGN.md D6, docs/spm.md).
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cerrno>
 
 #include "context/compute_context.h"
@@ -92,15 +93,25 @@ int32_t ComputeContext::cmd_spm_set_dest(const Request &req, Response &) {
   SpmSession::Destination dst;
   if (q.size) {
     if (q.size > UINT32_MAX || q.size % 32) return -EINVAL;
-    if (int err = lookup_object(q.bo, q.res_id, &dst.object)) return err;
+    if (int err = memory_->lookup_object(q.bo, q.res_id, &dst.object)) return err;
     if (!range_within(q.offset, q.size, dst.object->size())) return -EINVAL;
     // The kernel writes into it: never into memory the guest gave read-only.
     if (dst.object->gpu_read_only()) return -EACCES;
     if (dst.object->bo_flags() & RVGL_BO_FLAG_NO_CPU_ACCESS) return -EINVAL;
-    int err = -EINVAL;
-    dst.host = dst.object->host_range(q.offset, q.size, &err);
-    if (!dst.host) return err;
     dst.size = static_cast<uint32_t>(q.size);
+    if (dst.object->kind() == MemoryObject::Kind::kUserptr) {
+      // Guest-owned pages never reach the kernel: it writes a host buffer, delivered into the
+      // pages when retired unless the resource was dropped meanwhile (spm_session.h).
+      dst.bounce = SpmSession::make_bounce(dst.size);
+      if (!dst.bounce) return -ENOMEM;
+      dst.host = dst.bounce->as<uint8_t>();
+      dst.guest_offset = q.offset;
+      dst.slices = std::max<uint32_t>(1, facts_.capset.num_xcc);
+    } else {
+      int err = -EINVAL;
+      dst.host = dst.object->host_range(q.offset, q.size, &err);
+      if (!dst.host) return err;
+    }
   }
   const uint32_t timeout = std::min(q.timeout_ms, kMaxSpmTimeoutMs);
   if (int err = s->set_dest(std::move(dst), timeout, req.seqno, req.rsp_off)) return err;

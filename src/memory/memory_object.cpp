@@ -1,7 +1,11 @@
 #include "memory/memory_object.h"
 
+#include <sys/uio.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cerrno>
+#include <cstring>
 
 namespace rvgl {
 
@@ -19,10 +23,82 @@ MemoryObject::MemoryObject(std::shared_ptr<AmdgpuDevice> dev, Kind kind, uint32_
 MemoryObject::~MemoryObject() {
   // Handles first: a userptr handle must not outlive the host mapping it points into.
   cpu_map_.reset();
-  for (const auto &s : segments_)
-    dev_->gem_close(s.handle);
+  if (!kernel_released_) {
+    std::vector<uint32_t> handles;
+    for (const auto &s : segments_)
+      handles.push_back(s.handle);
+    if (registry_) {
+      registry_->release(this, handles);
+    } else {
+      for (uint32_t h : handles)
+        dev_->gem_close(h);
+    }
+  }
   kept_mappings_.clear();
   kept_fds_.clear();
+}
+
+void MemoryObject::revoke() {
+  {
+    std::lock_guard lk(guest_mu_);
+    if (revoked_) return;
+    revoked_ = true;
+    guest_ranges_.clear();
+  }
+  // Nothing of ours names the pages any more: the kernel objects go now, not when the last
+  // reference (perhaps an SPM worker's) dies.
+  cpu_map_.reset();
+  std::vector<uint32_t> handles;
+  for (auto &s : segments_) {
+    handles.push_back(s.handle);
+    s.handle = 0;
+    s.host = nullptr;
+  }
+  if (registry_) {
+    registry_->release(this, handles);
+  } else {
+    for (uint32_t h : handles)
+      dev_->gem_close(h);
+  }
+  kernel_released_ = true;
+  kept_mappings_.clear();
+  kept_fds_.clear();
+  charge_.reset();  // the quota counts what the kernel holds
+}
+
+bool MemoryObject::revoked() const {
+  std::lock_guard lk(guest_mu_);
+  return revoked_;
+}
+
+int MemoryObject::write_guest(uint64_t offset, const void *src, uint64_t len) {
+  std::lock_guard lk(guest_mu_);
+  if (revoked_) return -ENOENT;
+  if (offset > size_ || len > size_ - offset) return -EINVAL;
+  const auto *p = static_cast<const uint8_t *>(src);
+  uint64_t pos = 0;  // start of the current range in the linear space
+  for (const auto &[addr, bytes] : guest_ranges_) {
+    if (len == 0) break;
+    if (offset < pos + bytes) {
+      const uint64_t in = offset - pos;
+      const uint64_t n = std::min(bytes - in, len);
+      iovec local{const_cast<uint8_t *>(p), n};
+      iovec remote{reinterpret_cast<void *>(addr + in), n};
+      // Our own address space: a page the VMM unmapped behind our back is EFAULT, not SIGSEGV.
+      // A sandbox that forbids the call (seccomp: ENOSYS / EPERM) gets a plain copy: the pages
+      // are the VMM's to keep mapped while the resource lives, and revoke() cannot run meanwhile.
+      const ssize_t w = process_vm_writev(getpid(), &local, 1, &remote, 1, 0);
+      if (w < 0 && (errno == ENOSYS || errno == EPERM))
+        std::memcpy(remote.iov_base, local.iov_base, n);
+      else if (w != static_cast<ssize_t>(n))
+        return -EFAULT;
+      p += n;
+      offset += n;
+      len -= n;
+    }
+    pos += bytes;
+  }
+  return len == 0 ? 0 : -EINVAL;
 }
 
 uint8_t *MemoryObject::host_range(uint64_t offset, uint64_t size, int *err) {

@@ -1,6 +1,12 @@
 // A GPU memory object of one context as the guest sees it: one linear buffer. Behind it sit one
 // or more GEM handles on the context's device (a userptr blob over scattered guest pages may need
 // several, stitched together at consecutive GPU VAs when mapped).
+//
+// A userptr object is guest-owned memory: once the VMM drops the resource (unref, detach, context
+// destroy) the guest may reuse those pages and the VMM may unmap them. revoke() is the one switch
+// for every host-side use of them: it waits for a host write in progress, refuses later ones, and
+// releases the kernel objects (userptr handles, udmabufs, the alias) at once, whoever still holds
+// a reference to the object. GPU VA mappings are the context's to remove before (ContextMemory).
 #pragma once
 
 #include <cstdint>
@@ -10,6 +16,7 @@
 #include <vector>
 
 #include "amdgpu/amdgpu_device.h"
+#include "memory/object_registry.h"
 #include "memory/usage.h"
 #include "util/mapping.h"
 #include "util/unique_fd.h"
@@ -52,6 +59,25 @@ class MemoryObject {
   // mapped (-errno in *err).
   uint8_t *host_range(uint64_t offset, uint64_t size, int *err);
 
+  // Host writes into guest-owned pages (userptr), e.g. SPM samples: copied through
+  // process_vm_writev so an unmapped page is -EFAULT, never a crash. -ENOENT once revoked; waits
+  // for nothing but a revoke() in progress.
+  int write_guest(uint64_t offset, const void *src, uint64_t len);
+  // Userptr: the host ranges (VMM addresses of the guest pages) behind the linear space, in order.
+  void set_guest_ranges(std::vector<std::pair<uint64_t, uint64_t>> ranges) {
+    guest_ranges_ = std::move(ranges);
+  }
+  // Ends every host-side use of the guest's pages (see the top). Idempotent; VMM thread.
+  void revoke();
+  bool revoked() const;
+
+  // The registry that owns this object's handles (closes them when the object dies).
+  void set_registry(std::shared_ptr<ObjectRegistry> r) { registry_ = std::move(r); }
+  uint64_t blob_id() const { return blob_id_; }
+  void set_blob_id(uint64_t id) { blob_id_ = id; }
+  // Kernel objects behind it (userptr handles, udmabuf imports): what the object quota counts.
+  uint32_t kernel_objects() const { return static_cast<uint32_t>(segments_.size()); }
+
   // Resources that must live as long as the handles.
   void keep_alive(Mapping m) { kept_mappings_.push_back(std::move(m)); }
   void keep_alive(UniqueFd fd) { kept_fds_.push_back(std::move(fd)); }
@@ -73,6 +99,12 @@ class MemoryObject {
   std::vector<UniqueFd> kept_fds_;
   Mapping cpu_map_;
   Charge charge_;
+  uint64_t blob_id_ = 0;
+  std::shared_ptr<ObjectRegistry> registry_;
+  mutable std::mutex guest_mu_;  // orders write_guest() against revoke()
+  bool revoked_ = false;
+  bool kernel_released_ = false;
+  std::vector<std::pair<uint64_t, uint64_t>> guest_ranges_;  // (host addr, bytes)
 };
 
 }  // namespace rvgl

@@ -4,20 +4,27 @@
 
 namespace rvgl {
 
-int Usage::charge(Pool pool, uint64_t bytes) {
+int Usage::charge(Pool pool, uint64_t bytes, uint64_t objects) {
   const auto i = static_cast<size_t>(pool);
-  // Single writer (the VMM thread); atomics only so readers on other threads see sane values.
+  // Single writer (the VMM thread); releases may come from other threads (an object dying on an
+  // SPM worker), which only ever make room.
   const uint64_t b = bytes_[i].load(std::memory_order_relaxed);
-  if (objects_.load(std::memory_order_relaxed) >= max_objects_) return -ENOSPC;
+  const uint64_t o = objects_.load(std::memory_order_relaxed);
+  if (objects > max_objects_ || o > max_objects_ - objects) return -ENOSPC;
   if (bytes > max_[i] || b > max_[i] - bytes) return -ENOSPC;
-  objects_.fetch_add(1, std::memory_order_relaxed);
+  objects_.fetch_add(objects, std::memory_order_relaxed);
   bytes_[i].fetch_add(bytes, std::memory_order_relaxed);
   return 0;
 }
 
-void Usage::release(Pool pool, uint64_t bytes) {
-  objects_.fetch_sub(1, std::memory_order_relaxed);
+void Usage::release(Pool pool, uint64_t bytes, uint64_t objects) {
+  objects_.fetch_sub(objects, std::memory_order_relaxed);
   bytes_[static_cast<size_t>(pool)].fetch_sub(bytes, std::memory_order_relaxed);
+}
+
+uint64_t Usage::objects_left() const {
+  const uint64_t o = objects_.load(std::memory_order_relaxed);
+  return o < max_objects_ ? max_objects_ - o : 0;
 }
 
 UsageSnapshot Usage::snapshot() const {

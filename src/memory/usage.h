@@ -22,9 +22,11 @@ class Usage {
   Usage(uint64_t max_objects, uint64_t max_vram, uint64_t max_gtt, uint64_t max_userptr)
       : max_objects_(max_objects), max_{max_vram, max_gtt, max_userptr, UINT64_MAX} {}
 
-  // One object of `bytes` in `pool`: 0, or -ENOSPC with nothing charged.
-  int charge(Pool pool, uint64_t bytes);
-  void release(Pool pool, uint64_t bytes);
+  // `objects` kernel objects holding `bytes` in `pool`: 0, or -ENOSPC with nothing charged.
+  int charge(Pool pool, uint64_t bytes, uint64_t objects = 1);
+  void release(Pool pool, uint64_t bytes, uint64_t objects = 1);
+  // Kernel objects still allowed (0 when full).
+  uint64_t objects_left() const;
   UsageSnapshot snapshot() const;
 
  private:
@@ -34,30 +36,36 @@ class Usage {
   std::atomic<uint64_t> bytes_[4]{};
 };
 
-// A charge returned when its owner (a MemoryObject) dies.
+// A charge returned when its owner (a MemoryObject) dies, or when it is revoked.
 class Charge {
  public:
   Charge() = default;
-  Charge(std::shared_ptr<Usage> u, Usage::Pool pool, uint64_t bytes)
-      : usage_(std::move(u)), pool_(pool), bytes_(bytes) {}
-  ~Charge() {
-    if (usage_) usage_->release(pool_, bytes_);
-  }
+  Charge(std::shared_ptr<Usage> u, Usage::Pool pool, uint64_t bytes, uint64_t objects = 1)
+      : usage_(std::move(u)), pool_(pool), bytes_(bytes), objects_(objects) {}
+  ~Charge() { reset(); }
   Charge(Charge &&o) noexcept = default;
   Charge &operator=(Charge &&o) noexcept {
     if (this != &o) {
-      if (usage_) usage_->release(pool_, bytes_);
+      reset();
       usage_ = std::move(o.usage_);
       pool_ = o.pool_;
       bytes_ = o.bytes_;
+      objects_ = o.objects_;
     }
     return *this;
+  }
+  // n more objects, already charged to the same Usage, returned with this charge.
+  void add_objects(uint64_t n) { objects_ += n; }
+  void reset() {
+    if (usage_) usage_->release(pool_, bytes_, objects_);
+    usage_.reset();
   }
 
  private:
   std::shared_ptr<Usage> usage_;
   Usage::Pool pool_ = Usage::Pool::kOther;
   uint64_t bytes_ = 0;
+  uint64_t objects_ = 1;
 };
 
 }  // namespace rvgl

@@ -1,15 +1,14 @@
 #include "memory/userptr_import.h"
 
-#include <fcntl.h>
-#include <linux/udmabuf.h>
-#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <map>
 #include <vector>
 
+#include "amdgpu/udmabuf.h"
 #include "memory/host_file_ranges.h"
 #include "rocm_virgl_protocol.h"
 #include "util/checked_math.h"
@@ -83,6 +82,15 @@ int import_stitched(const std::shared_ptr<AmdgpuDevice> &dev, const std::vector<
   return 0;
 }
 
+// The VMM's addresses of the blob's pages, for host writes into them (MemoryObject::write_guest).
+void set_ranges(MemoryObject &obj, const std::vector<Range> &ranges) {
+  std::vector<std::pair<uint64_t, uint64_t>> r;
+  r.reserve(ranges.size());
+  for (const auto &x : ranges)
+    r.emplace_back(x.addr, x.size);
+  obj.set_guest_ranges(std::move(r));
+}
+
 // One fd per distinct file behind the pieces; false if one cannot be found.
 bool collect_fds(const std::vector<FilePiece> &pieces,
                  std::map<std::pair<dev_t, ino_t>, UniqueFd> *fds) {
@@ -123,20 +131,14 @@ int import_alias(const std::shared_ptr<AmdgpuDevice> &dev, const std::vector<Fil
   return 0;
 }
 
-int import_udmabuf(const std::shared_ptr<AmdgpuDevice> &dev, const std::vector<FilePiece> &pieces,
-                   std::map<std::pair<dev_t, ino_t>, UniqueFd> &fds, bool ro,
-                   const UserptrOptions &opt, std::shared_ptr<MemoryObject> *out) {
-  for (auto &[key, fd] : fds) {
-    int seals = fcntl(fd.get(), F_GET_SEALS);
-    if (seals < 0 || !(seals & F_SEAL_SHRINK)) return -EOPNOTSUPP;  // the kernel requires it
-  }
-  UniqueFd udev(open("/dev/udmabuf", O_RDWR | O_CLOEXEC));
-  if (!udev) return -errno;
-
-  // Group pieces into udmabufs within the item and size limits.
-  std::vector<std::vector<udmabuf_create_item>> groups(1);
+// Groups pieces into udmabufs within the item and size limits.
+std::vector<std::vector<UdmabufItem>> udmabuf_groups(
+    const std::vector<FilePiece> &pieces, const std::map<std::pair<dev_t, ino_t>, UniqueFd> *fds,
+    const UserptrOptions &opt) {
+  std::vector<std::vector<UdmabufItem>> groups(1);
   uint64_t group_bytes = 0;
   for (const auto &p : pieces) {
+    const int fd = fds ? fds->at({p.dev, p.ino}).get() : -1;
     for (uint64_t done = 0; done < p.size;) {
       uint64_t len = std::min(p.size - done, opt.udmabuf_max_bytes);
       if (groups.back().size() >= opt.udmabuf_max_items ||
@@ -145,27 +147,33 @@ int import_udmabuf(const std::shared_ptr<AmdgpuDevice> &dev, const std::vector<F
         group_bytes = 0;
       }
       len = std::min(len, opt.udmabuf_max_bytes - group_bytes);
-      groups.back().push_back(udmabuf_create_item{
-          static_cast<uint32_t>(fds.at({p.dev, p.ino}).get()), 0, p.offset + done, len});
+      groups.back().push_back(UdmabufItem{fd, p.offset + done, len});
       group_bytes += len;
       done += len;
     }
   }
+  return groups;
+}
+
+int import_udmabuf(const std::shared_ptr<AmdgpuDevice> &dev, const std::vector<FilePiece> &pieces,
+                   std::map<std::pair<dev_t, ino_t>, UniqueFd> &fds, bool ro,
+                   const UserptrOptions &opt, std::shared_ptr<MemoryObject> *out) {
+  for (auto &[key, fd] : fds) {
+    if (!udmabuf_accepts(fd.get())) return -EOPNOTSUPP;  // the kernel requires the seal
+  }
+  int err;
+  const Udmabuf udev = Udmabuf::open(&err);
+  if (err) return err;
+  const auto groups = udmabuf_groups(pieces, &fds, opt);
   if (groups.size() > opt.max_objects) return -ENOSPC;
 
   HandleGuard guard(*dev);
   std::vector<UniqueFd> bufs;
   for (const auto &g : groups) {
-    std::vector<uint8_t> mem(sizeof(udmabuf_create_list) + g.size() * sizeof(udmabuf_create_item));
-    auto *list = reinterpret_cast<udmabuf_create_list *>(mem.data());
-    list->flags = UDMABUF_FLAGS_CLOEXEC;
-    list->count = static_cast<uint32_t>(g.size());
-    std::copy(g.begin(), g.end(), list->list);
-    UniqueFd buf(ioctl(udev.get(), UDMABUF_CREATE_LIST, list));
-    if (!buf) return -errno;
+    UniqueFd buf;
+    if ((err = udev.create_list(g, &buf))) return err;
     uint32_t h;
-    int err = dev->prime_import(buf.get(), &h);
-    if (err) return err;
+    if ((err = dev->prime_import(buf.get(), &h))) return err;
     uint64_t bytes = 0;
     for (const auto &it : g)
       bytes += it.size;
@@ -194,6 +202,26 @@ const char *userptr_strategy_name(UserptrStrategy s) {
   return "?";
 }
 
+UserptrStrategy choose_file_import(uint64_t pieces, uint64_t bytes, bool alias_ok, bool udmabuf_ok,
+                                   const UserptrOptions &opt) {
+  if (!alias_ok && !udmabuf_ok) return UserptrStrategy::kStitched;
+  if (!alias_ok) return UserptrStrategy::kUdmabuf;
+  if (!udmabuf_ok) return UserptrStrategy::kAlias;
+  // Pages are 4 KiB; every piece makes at least one item, and items are grouped within limits.
+  const double pages = static_cast<double>(bytes / kPage);
+  const double by_items = static_cast<double>((pieces + opt.udmabuf_max_items - 1) /
+                                              std::max<uint64_t>(1, opt.udmabuf_max_items));
+  const double by_bytes = static_cast<double>((bytes + opt.udmabuf_max_bytes - 1) /
+                                              std::max<uint64_t>(1, opt.udmabuf_max_bytes));
+  const double buffers = std::max(by_items, by_bytes);
+  const double alias = static_cast<double>(pieces) * opt.costs.alias_per_piece_ns;
+  const double udmabuf =
+      pages * opt.costs.udmabuf_per_page_ns + buffers * opt.costs.udmabuf_per_buffer_ns;
+  // udmabuf makes one kernel object per buffer, the alias one in all.
+  if (buffers > opt.max_objects) return UserptrStrategy::kAlias;
+  return udmabuf < alias ? UserptrStrategy::kUdmabuf : UserptrStrategy::kAlias;
+}
+
 int import_userptr(const std::shared_ptr<AmdgpuDevice> &dev, std::span<const iovec> iov,
                    bool read_only, const UserptrOptions &opt, UserptrResult *out) {
   std::vector<Range> ranges;
@@ -209,24 +237,38 @@ int import_userptr(const std::shared_ptr<AmdgpuDevice> &dev, std::span<const iov
       file_backed = maps->resolve(ranges[i].addr, ranges[i].size, &pieces);
     std::map<std::pair<dev_t, ino_t>, UniqueFd> fds;
     if (file_backed && collect_fds(pieces, &fds)) {
+      out->pieces = static_cast<uint32_t>(pieces.size());
       // Leave most of the map-count budget to the VMM: an alias needs one VMA per piece.
       const uint64_t budget = max_map_count() / 2;
-      if (opt.allow_alias && maps->mapping_count() + pieces.size() + 1 < budget) {
-        if (import_alias(dev, pieces, fds, total, read_only, &out->object) == 0) {
-          out->strategy = UserptrStrategy::kAlias;
-          return 0;
+      const bool alias_ok = opt.allow_alias && maps->mapping_count() + pieces.size() + 1 < budget;
+      bool udmabuf_ok = opt.allow_udmabuf;
+      for (auto it = fds.begin(); udmabuf_ok && it != fds.end(); ++it)
+        udmabuf_ok = udmabuf_accepts(it->second.get());
+      UserptrStrategy first = choose_file_import(pieces.size(), total, alias_ok, udmabuf_ok, opt);
+      // The cheaper first; the other if the first fails (e.g. no /dev/udmabuf).
+      for (int attempt = 0; attempt < 2 && first != UserptrStrategy::kStitched; ++attempt) {
+        const bool alias = first == UserptrStrategy::kAlias;
+        if (alias ? alias_ok : udmabuf_ok) {
+          const int err = alias ? import_alias(dev, pieces, fds, total, read_only, &out->object)
+                                : import_udmabuf(dev, pieces, fds, read_only, opt, &out->object);
+          if (err == 0) {
+            out->strategy = first;
+            break;
+          }
         }
+        first = alias ? UserptrStrategy::kUdmabuf : UserptrStrategy::kAlias;
       }
-      if (opt.allow_udmabuf &&
-          import_udmabuf(dev, pieces, fds, read_only, opt, &out->object) == 0) {
-        out->strategy = UserptrStrategy::kUdmabuf;
+      if (out->object) {
+        set_ranges(*out->object, ranges);
         return 0;
       }
     }
   }
   if (ranges.size() > opt.max_objects) return -ENOSPC;
   out->strategy = UserptrStrategy::kStitched;
-  return import_stitched(dev, ranges, read_only, &out->object);
+  if (int err = import_stitched(dev, ranges, read_only, &out->object)) return err;
+  set_ranges(*out->object, ranges);
+  return 0;
 }
 
 }  // namespace rvgl

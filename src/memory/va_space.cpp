@@ -34,28 +34,45 @@ const VaMapping *VaSpace::find(uint64_t va, uint64_t size) const {
 }
 
 void VaSpace::insert(VaMapping m) {
-  maps_.emplace(m.va, std::move(m));
+  by_object_[m.object.get()].insert(m.va);
+  const uint64_t va = m.va;
+  maps_.emplace(va, std::move(m));
+}
+
+void VaSpace::unindex(const MemoryObject *obj, uint64_t va) {
+  auto o = by_object_.find(obj);
+  if (o == by_object_.end()) return;
+  o->second.erase(va);
+  if (o->second.empty()) by_object_.erase(o);
 }
 
 std::optional<VaMapping> VaSpace::take(uint64_t va, uint64_t size) {
   auto it = maps_.find(va);
   if (it == maps_.end() || it->second.size != size) return std::nullopt;
   VaMapping m = std::move(it->second);
+  unindex(m.object.get(), va);
   maps_.erase(it);
   return m;
 }
 
 std::vector<VaMapping> VaSpace::take_object(const MemoryObject *obj) {
   std::vector<VaMapping> out;
-  for (auto it = maps_.begin(); it != maps_.end();) {
-    if (it->second.object.get() == obj) {
-      out.push_back(std::move(it->second));
-      it = maps_.erase(it);
-    } else {
-      ++it;
-    }
+  auto o = by_object_.find(obj);
+  if (o == by_object_.end()) return out;
+  const std::set<uint64_t> vas = std::move(o->second);
+  by_object_.erase(o);
+  for (uint64_t va : vas) {
+    auto it = maps_.find(va);
+    if (it == maps_.end()) continue;  // cannot happen: both indexes change together
+    out.push_back(std::move(it->second));
+    maps_.erase(it);
   }
   return out;
+}
+
+size_t VaSpace::count_of(const MemoryObject *obj) const {
+  auto o = by_object_.find(obj);
+  return o == by_object_.end() ? 0 : o->second.size();
 }
 
 std::vector<VaMapping> VaSpace::take_all() {
@@ -63,6 +80,7 @@ std::vector<VaMapping> VaSpace::take_all() {
   for (auto &[va, m] : maps_)
     out.push_back(std::move(m));
   maps_.clear();
+  by_object_.clear();
   return out;
 }
 

@@ -6,6 +6,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <vector>
 
 #include "memory/memory_object.h"
@@ -41,15 +42,20 @@ class VaSpace {
   void insert(VaMapping m);
   // Removes and returns the mapping starting at va with exactly this size.
   std::optional<VaMapping> take(uint64_t va, uint64_t size);
-  // Removes and returns every mapping of obj.
+  // Removes and returns every mapping of obj: O(k log n) for its k mappings.
   std::vector<VaMapping> take_object(const MemoryObject *obj);
+  size_t count_of(const MemoryObject *obj) const;
   std::vector<VaMapping> take_all();
 
   size_t count() const { return maps_.size(); }
 
  private:
   uint64_t start_, end_, align_;
+  void unindex(const MemoryObject *obj, uint64_t va);
+
   std::map<uint64_t, VaMapping> maps_;  // keyed by va
+  // The same mappings by object: unref and BO_FREE find an object's mappings without a scan.
+  std::map<const MemoryObject *, std::set<uint64_t>> by_object_;
 };
 
 }  // namespace rvgl

@@ -3,8 +3,11 @@
 namespace rvgl {
 
 SpmArbiter &SpmArbiter::instance() {
-  static SpmArbiter a;
-  return a;
+  // Never destroyed: SpmReaper's threads release into it while exit() runs static destructors,
+  // and the arbiter may have been created after the reaper (so destroyed before it). Reachable
+  // through this pointer, so not a leak.
+  static SpmArbiter *a = new SpmArbiter;
+  return *a;
 }
 
 bool SpmArbiter::try_acquire(uint64_t device, uint32_t xcp, uint32_t ctx_id) {

@@ -1,6 +1,10 @@
 #include "spm/spm_session.h"
 
+#include <sys/mman.h>
+
+#include <algorithm>
 #include <cerrno>
+#include <cstring>
 
 namespace rvgl {
 
@@ -27,6 +31,30 @@ int SpmSession::create(std::shared_ptr<AmdgpuDevice> dev, uint32_t xcp, uint32_t
   s->worker_ = std::thread([p = s.get()] { p->run(); });
   *out = std::move(s);
   return 0;
+}
+
+std::shared_ptr<Mapping> SpmSession::make_bounce(uint32_t size) {
+  void *p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                 -1, 0);
+  if (p == MAP_FAILED) return nullptr;
+  return std::make_shared<Mapping>(p, size);
+}
+
+void SpmSession::deliver(const Destination &d) {
+  if (!d.bounce || !d.object || d.size == 0) return;
+  // The kernel's split (seed 000, as the emulator's spm_unit): size / slices rounded down to 32
+  // bytes, each slice a 32-byte header then bytes_copied bytes of samples.
+  const uint32_t slices = std::max<uint32_t>(1, d.slices);
+  const uint64_t slice = (d.size / slices) & ~uint64_t{31};
+  const auto *base = d.bounce->as<const uint8_t>();
+  for (uint32_t x = 0; x < slices && slice > sizeof(rvgl_drm_amdgpu_spm_buffer_header); ++x) {
+    rvgl_drm_amdgpu_spm_buffer_header h;
+    std::memcpy(&h, base + x * slice, sizeof(h));
+    const uint64_t data = std::min<uint64_t>(h.bytes_copied, slice - sizeof(h));
+    // -ENOENT once revoked: the guest's pages are not ours to write any more.
+    if (d.object->write_guest(d.guest_offset + x * slice, base + x * slice, sizeof(h) + data) != 0)
+      return;
+  }
 }
 
 void SpmSession::detach() {
@@ -98,6 +126,8 @@ void SpmSession::run() {
       jobs_.pop_front();
       point = ++completed_;
     }
+    // The kernel has retired it: hand its contents to the guest before the response says so.
+    deliver(retired);
     retired = {};
     job.dst = {};
     // Under callbacks_mu_, not a copy of the callbacks taken earlier: a copy could outlive a

@@ -1,7 +1,14 @@
 // One context's hold on one SPM (DESIGN.md D6). SET_DEST runs on the session's own worker, never
-// on the VMM's thread: it may block in the kernel for the guest's timeout. The destination is the
-// guest's own memory, handed to the kernel as is (no host buffer, no copy), and kept referenced
-// and mapped until the kernel retires it (the next SET_DEST, or release).
+// on the VMM's thread: it may block in the kernel for the guest's timeout.
+//
+// A BO destination is handed to the kernel as is (its host mapping: host memory, no copy), kept
+// referenced and mapped until the kernel retires it (the next SET_DEST, or release). A userptr
+// destination is guest-owned memory that the VMM may take back at any moment (unref, detach,
+// disconnect) while the kernel call is blocked, and the kernel cannot be made to let go of a
+// buffer synchronously. So the kernel never sees guest pages: it writes a host-owned bounce
+// buffer, and when the kernel retires it the worker copies the written part (slice headers and
+// their bytes_copied) into the guest's pages through MemoryObject::write_guest, which a revoked
+// object refuses. Nothing is written into the guest's pages after its resource is dropped.
 #pragma once
 
 #include <condition_variable>
@@ -14,6 +21,7 @@
 
 #include "amdgpu/amdgpu_device.h"
 #include "memory/memory_object.h"
+#include "util/mapping.h"
 #include "queue/sync_timeline.h"
 #include "rocm_virgl_protocol.h"
 
@@ -23,9 +31,17 @@ class SpmSession {
  public:
   struct Destination {
     std::shared_ptr<MemoryObject> object;  // null: stop streaming
-    uint8_t *host = nullptr;
+    uint8_t *host = nullptr;               // what the kernel writes into
     uint32_t size = 0;
+    // Userptr destinations: the host-owned buffer at `host`, copied to [guest_offset,
+    // guest_offset + size) of the object when retired; slices as the kernel splits the buffer.
+    std::shared_ptr<Mapping> bounce;
+    uint64_t guest_offset = 0;
+    uint32_t slices = 1;
   };
+  // A host-owned buffer of `size` bytes for a userptr destination (pages are touched only as the
+  // kernel writes them). Invalid when out of memory.
+  static std::shared_ptr<Mapping> make_bounce(uint32_t size);
   // Called on the worker when a SET_DEST finished: the response to write (header included);
   // rsp_off is RVGL_RSP_NONE when the guest asked for none.
   using Completion = std::function<void(uint32_t rsp_off, const rvgl_rsp_spm_set_dest &rsp)>;
@@ -72,6 +88,9 @@ class SpmSession {
         done_(std::move(done)),
         signalled_(std::move(sig)) {}
   void run();
+  // A retired userptr destination: what the kernel wrote goes to the guest's pages (if still
+  // theirs).
+  static void deliver(const Destination &d);
   int kernel_op(uint32_t op, rvgl_drm_amdgpu_spm_args *spm);
 
   std::shared_ptr<AmdgpuDevice> dev_;

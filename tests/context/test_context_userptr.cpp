@@ -1,6 +1,7 @@
 // Issue 4: userptr blobs are GPU-visible with no copy, with few host objects, read-only honoured.
 #include <catch2/catch.hpp>
 
+#include <fcntl.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -203,4 +204,69 @@ TEST_CASE("userptr: read-only pages refuse writable mappings and fault GPU write
   CHECK(h.queue_destroy(compute) == 0);
   h.queue_create(RVGL_IP_COMPUTE, 2, &r);
   CHECK(r == 0);
+}
+
+TEST_CASE("userptr: many small pieces of a sealed memfd go through udmabuf, no copy",
+          "[context][userptr]") {
+  ContextHarness h;
+  h.create_shmem();
+  // 2048 shuffled 4 KiB pages: two udmabufs by the kernel's default 1024-item limit. Sealed
+  // against shrinking, as udmabuf requires (QEMU's memory-backend-memfd seals its RAM).
+  constexpr size_t kPages = 2048;
+  GuestRam ram(2 * kPages * kPage);
+  REQUIRE(fcntl(ram.fd.get(), F_ADD_SEALS, F_SEAL_SHRINK) == 0);
+  std::vector<size_t> order(kPages);
+  std::iota(order.begin(), order.end(), 0);
+  std::shuffle(order.begin(), order.end(), std::mt19937(7));
+  std::vector<iovec> iov;
+  for (size_t i : order)
+    iov.push_back({ram.page(2 * i), kPage});
+
+  const auto before = emu_counters();
+  int err;
+  const uint32_t res = create_userptr(h, iov, false, &err);
+  REQUIRE(err == 0);
+  const auto after = emu_counters();
+  CHECK(h.ctx().stats().last_userptr_strategy == UserptrStrategy::kUdmabuf);
+  CHECK(after.udmabufs_created - before.udmabufs_created == 2);
+  CHECK(h.ctx().stats().last_userptr_objects == 2);
+  CHECK(h.ctx().stats().usage.objects == 2);  // charged per kernel object
+  CHECK(after.bytes_copied == before.bytes_copied);
+
+  // Written by the guest after the import: the GPU reads the very pages, in blob order.
+  for (size_t k = 0; k < kPages; ++k) {
+    auto *p = reinterpret_cast<uint32_t *>(iov[k].iov_base);
+    std::fill(p, p + kPage / 4, static_cast<uint32_t>(k * 40503u + 1));
+  }
+  const uint64_t va = h.capset().va_start;
+  REQUIRE(h.va_map(0, res, 0, va, kPages * kPage) == 0);
+  int32_t r;
+  const uint32_t sdma = h.queue_create(RVGL_IP_SDMA, 1, &r);
+  REQUIRE(r == 0);
+  auto seen = gpu_read(h, sdma, va, kPages * kPage, va + (1ull << 30), 1);
+  size_t mismatched = 0;
+  for (size_t k = 0; k < kPages; ++k)
+    mismatched += std::memcmp(seen.data() + k * kPage, iov[k].iov_base, kPage) != 0;
+  CHECK(mismatched == 0);
+
+  // Detach releases the udmabufs and their imports, and their charge, at once.
+  const uint64_t objects = h.ctx().stats().usage.objects;  // + gpu_read's two BOs
+  h.ctx().detach_resource(res);
+  CHECK(emu_counters().udmabufs_alive == before.udmabufs_alive);
+  CHECK(h.ctx().stats().usage.objects == objects - 2);
+}
+
+TEST_CASE("userptr: the import is chosen by cost", "[context][userptr]") {
+  UserptrOptions o;
+  // 64 MiB of 4 KiB pieces: 16384 mmaps against 16 udmabufs of pinning.
+  CHECK(choose_file_import(16384, 64ull << 20, true, true, o) == UserptrStrategy::kUdmabuf);
+  // 1 GiB in 2 MiB pieces: 512 mmaps against pinning 262144 pages.
+  CHECK(choose_file_import(512, 1ull << 30, true, true, o) == UserptrStrategy::kAlias);
+  // Only one possible, or neither.
+  CHECK(choose_file_import(512, 1ull << 30, false, true, o) == UserptrStrategy::kUdmabuf);
+  CHECK(choose_file_import(16384, 64ull << 20, true, false, o) == UserptrStrategy::kAlias);
+  CHECK(choose_file_import(16, 1 << 20, false, false, o) == UserptrStrategy::kStitched);
+  // udmabuf would need more objects than allowed: the alias (one object).
+  o.max_objects = 8;
+  CHECK(choose_file_import(16384, 64ull << 20, true, true, o) == UserptrStrategy::kAlias);
 }

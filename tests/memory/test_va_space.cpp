@@ -50,3 +50,27 @@ TEST_CASE("VA find returns the one mapping that holds a whole range", "[memory]"
   CHECK(va.find(0x110000, 0) == nullptr);
   CHECK(va.find(0xfffffffffffffff8ull, 16) == nullptr);  // wraps
 }
+
+TEST_CASE("VA mappings are found by object after single unmaps", "[memory]") {
+  // Objects are only keys here: two distinct addresses stand in for two objects.
+  auto a = std::shared_ptr<rvgl::MemoryObject>(reinterpret_cast<rvgl::MemoryObject *>(0x1000),
+                                               [](rvgl::MemoryObject *) {});
+  auto b = std::shared_ptr<rvgl::MemoryObject>(reinterpret_cast<rvgl::MemoryObject *>(0x2000),
+                                               [](rvgl::MemoryObject *) {});
+  VaSpace va(0x100000, 0x200000, 0x1000);
+  for (uint64_t i = 0; i < 8; ++i)
+    va.insert(VaMapping{0x100000 + i * 0x1000, 0x1000, 0, 1, i % 2 ? b : a});
+  CHECK(va.count_of(a.get()) == 4);
+  CHECK(va.take(0x100000, 0x1000));  // one of a's
+  CHECK(va.take(0x101000, 0x1000));  // one of b's
+  CHECK(va.count_of(a.get()) == 3);
+  const auto taken = va.take_object(a.get());
+  CHECK(taken.size() == 3);
+  for (const auto &m : taken)
+    CHECK(m.object == a);
+  CHECK(va.count_of(a.get()) == 0);
+  CHECK(va.count_of(b.get()) == 3);
+  CHECK(va.count() == 3);
+  CHECK(va.take_all().size() == 3);
+  CHECK(va.count_of(b.get()) == 0);
+}

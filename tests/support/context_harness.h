@@ -64,10 +64,13 @@ inline Config test_config() {
 
 class ContextHarness {
  public:
-  explicit ContextHarness(Config cfg = test_config(), bool async = false, uint32_t ctx_id = 1)
+  // drm_fd: what a VMM's get_drm_fd would give (none: the configured node).
+  explicit ContextHarness(Config cfg = test_config(), bool async = false, uint32_t ctx_id = 1,
+                          UniqueFd drm_fd = UniqueFd())
       : cfg_(std::move(cfg)), async_(async) {
     ComputeContext::Options o;
     o.ctx_id = ctx_id;
+    o.drm_fd = std::move(drm_fd);
     o.config = &cfg_;
     o.async_fences = async;
     o.on_fence = [log = log_](uint32_t ring, uint64_t id) { log->record(ring, id); };

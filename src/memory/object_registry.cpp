@@ -1,0 +1,49 @@
+#include "memory/object_registry.h"
+
+#include "memory/memory_object.h"
+
+namespace rvgl {
+
+void ObjectRegistry::add(const std::shared_ptr<MemoryObject> &obj) {
+  std::lock_guard lk(mu_);
+  add_locked(obj);
+}
+
+void ObjectRegistry::add_locked(const std::shared_ptr<MemoryObject> &obj) {
+  for (const auto &s : obj->segments())
+    handles_[s.handle] = Owner{obj.get(), obj};
+  if (obj->blob_id()) blob_ids_[obj->blob_id()] = obj.get();
+  obj->set_registry(shared_from_this());
+}
+
+void ObjectRegistry::release(const MemoryObject *obj, const std::vector<uint32_t> &handles) {
+  std::lock_guard lk(mu_);
+  for (uint32_t h : handles) {
+    auto it = handles_.find(h);
+    // Not ours any more: an import took the handle over while we were dying.
+    if (it == handles_.end() || it->second.raw != obj) continue;
+    handles_.erase(it);
+    dev_->gem_close(h);
+  }
+  if (obj->blob_id()) {
+    auto it = blob_ids_.find(obj->blob_id());
+    if (it != blob_ids_.end() && it->second == obj) blob_ids_.erase(it);
+  }
+}
+
+bool ObjectRegistry::blob_id_in_use(uint64_t blob_id) const {
+  std::lock_guard lk(mu_);
+  return blob_ids_.count(blob_id) != 0;
+}
+
+size_t ObjectRegistry::blob_ids() const {
+  std::lock_guard lk(mu_);
+  return blob_ids_.size();
+}
+
+size_t ObjectRegistry::handles() const {
+  std::lock_guard lk(mu_);
+  return handles_.size();
+}
+
+}  // namespace rvgl

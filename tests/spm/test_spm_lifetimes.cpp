@@ -1,0 +1,159 @@
+// Issue 14, finding 1: the SPM never writes into a userptr blob's pages once the VMM dropped the
+// blob (unref / detach / context destroy), whatever the kernel call in flight. And the seqno rule
+// of a deferred SET_DEST (finding 6): shmem.seqno moves when it is accepted, its response later.
+#include <catch2/catch.hpp>
+
+#include <cerrno>
+#include <cstring>
+#include <memory>
+
+#include "robustness/robust_support.h"
+#include "spm/spm_reaper.h"
+#include "support/guest_ram.h"
+
+using namespace rvgl;
+using namespace rvgl::test;
+
+namespace {
+
+constexpr uint32_t kRing = 9;
+constexpr uint32_t kDest = 64 * 1024;
+constexpr uint8_t kPoison = 0xa5;
+
+int32_t acquire(ContextHarness &h) {
+  SpmReaper::instance().drain();
+  rvgl_req_spm_acquire r{};
+  r.ring_idx = kRing;
+  return h.call<rvgl_rsp_spm_acquire>(RVGL_CMD_SPM_ACQUIRE, r).hdr.result;
+}
+
+struct Pending {
+  uint32_t seqno, off;
+};
+
+// SET_DEST into a response slot of its own (a rotating one per call).
+Pending set_dest(ContextHarness &h, uint32_t bo, uint32_t res, uint64_t size, uint32_t timeout) {
+  static uint32_t n = 0;
+  rvgl_req_spm_set_dest r{};
+  r.bo = bo;
+  r.res_id = res;
+  r.size = size;
+  r.timeout_ms = timeout;
+  const uint32_t seqno = h.next_seqno();
+  const uint32_t off = RVGL_RSP_AREA_SIZE - 64 * (1 + n++ % 8);
+  r.hdr = {RVGL_CMD_SPM_SET_DEST, sizeof(r), seqno, off};
+  REQUIRE(h.ctx().submit_cmd({reinterpret_cast<const uint8_t *>(&r), sizeof(r)}) == 0);
+  return {seqno, off};
+}
+
+bool wait_rsp(ContextHarness &h, const Pending &p, rvgl_rsp_spm_set_dest *out, int ms = 8000) {
+  return wait_for(
+      [&] {
+        std::memcpy(out, h.shmem() + RVGL_RSP_AREA_OFFSET + p.off, sizeof(*out));
+        return __atomic_load_n(&out->hdr.seqno, __ATOMIC_ACQUIRE) == p.seqno;
+      },
+      ms);
+}
+
+}  // namespace
+
+TEST_CASE("SPM lifetimes: a userptr destination receives its samples when retired", "[spm]") {
+  ScopedKnob rate("RVGL_EMU_SPM_RATE_HZ", "20000", "1000");
+  ContextHarness h;
+  h.create_shmem();
+  REQUIRE((h.capset().features & RVGL_FEATURE_SPM) != 0);
+  GuestPages g(kDest);
+  g.fill(kPoison);
+  int err;
+  const uint32_t res = userptr_blob(h, g, &err);
+  REQUIRE(err == 0);
+  auto other = h.mapped_bo(kDest);
+  REQUIRE(acquire(h) == 0);
+  set_dest(h, 0, res, kDest, 0);
+  const Pending p = set_dest(h, other.bo, 0, kDest, 200);  // retires the userptr destination
+  rvgl_rsp_spm_set_dest rsp;
+  REQUIRE(wait_rsp(h, p, &rsp));
+  REQUIRE(rsp.hdr.result == 0);
+  REQUIRE(rsp.bytes_copied > 0);
+  // Each slice's header accounts for its samples, and the sum is the response's bytes_copied.
+  const uint32_t xccs = h.capset().num_xcc;
+  const uint64_t slice = (kDest / xccs) & ~uint64_t{31};
+  uint64_t sum = 0;
+  for (uint32_t x = 0; x < xccs; ++x) {
+    rvgl_drm_amdgpu_spm_buffer_header hdr;
+    std::memcpy(&hdr, g.ptr(x * slice), sizeof(hdr));
+    CHECK(hdr.version >> 24 == 1);
+    sum += hdr.bytes_copied;
+  }
+  CHECK(sum == rsp.bytes_copied);
+}
+
+TEST_CASE("SPM lifetimes: nothing lands in a userptr blob's pages after unref", "[spm]") {
+  ScopedKnob rate("RVGL_EMU_SPM_RATE_HZ", "20000", "1000");
+  ContextHarness h;
+  h.create_shmem();
+  REQUIRE((h.capset().features & RVGL_FEATURE_SPM) != 0);
+  auto other = h.mapped_bo(kDest);
+  REQUIRE(acquire(h) == 0);
+  for (int round = 0; round < 20; ++round) {
+    GuestPages g(kDest);
+    int err;
+    const uint32_t res = userptr_blob(h, g, &err);
+    REQUIRE(err == 0);
+    set_dest(h, 0, res, kDest, 0);  // the stream goes into the guest's pages
+    // Half the rounds drop the blob while the next SET_DEST is blocked in the kernel.
+    const bool blocked = round % 2;
+    Pending p{};
+    if (blocked) p = set_dest(h, other.bo, 0, kDest, 100);
+    h.ctx().detach_resource(res);  // what vrend-hooks does on unref
+    g.fill(kPoison);               // the pages now belong to someone else
+    if (!blocked) p = set_dest(h, other.bo, 0, kDest, 0);
+    rvgl_rsp_spm_set_dest rsp;
+    REQUIRE(wait_rsp(h, p, &rsp));
+    CHECK(rsp.hdr.result == 0);
+    CHECK(g.differing(kPoison) == 0);
+    CHECK(h.ctx().stats().resources == 2);  // shared page + the BO destination
+  }
+}
+
+TEST_CASE("SPM lifetimes: context destroy with SET_DEST blocked writes nothing after", "[spm]") {
+  ScopedKnob rate("RVGL_EMU_SPM_RATE_HZ", "20000", "1000");
+  for (int round = 0; round < 5; ++round) {
+    GuestPages g(kDest);
+    {
+      auto h = std::make_unique<ContextHarness>();
+      h->create_shmem();
+      REQUIRE((h->capset().features & RVGL_FEATURE_SPM) != 0);
+      int err;
+      const uint32_t res = userptr_blob(*h, g, &err);
+      REQUIRE(err == 0);
+      REQUIRE(acquire(*h) == 0);
+      set_dest(*h, 0, res, kDest, 0);
+      // Retiring it blocks in the kernel (a slow stream never fills the buffer in time).
+      auto other = h->mapped_bo(kDest);
+      set_dest(*h, other.bo, 0, kDest, 300);
+      h.reset();  // the guest disconnects: context destroy
+    }
+    g.fill(kPoison);
+    SpmReaper::instance().drain();  // the released session finishes on the reaper
+    CHECK(g.differing(kPoison) == 0);
+  }
+}
+
+TEST_CASE("SPM lifetimes: a deferred SET_DEST publishes its seqno before its response", "[spm]") {
+  ScopedKnob rate("RVGL_EMU_SPM_RATE_HZ", "10", "1000");  // never fills: the call blocks
+  ContextHarness h;
+  h.create_shmem();
+  REQUIRE((h.capset().features & RVGL_FEATURE_SPM) != 0);
+  auto a = h.mapped_bo(kDest), b = h.mapped_bo(kDest);
+  REQUIRE(acquire(h) == 0);
+  set_dest(h, a.bo, 0, kDest, 0);
+  const Pending p = set_dest(h, b.bo, 0, kDest, 300);
+  // Accepted: shmem.seqno says so at once (PROTOCOL.md, rocm_virgl_protocol.h) ...
+  CHECK(h.shmem_header().seqno == p.seqno);
+  rvgl_rsp_spm_set_dest rsp;
+  std::memcpy(&rsp, h.shmem() + RVGL_RSP_AREA_OFFSET + p.off, sizeof(rsp));
+  CHECK(rsp.hdr.seqno != p.seqno);  // ... while its response comes when the kernel returns
+  REQUIRE(wait_rsp(h, p, &rsp));
+  CHECK(rsp.hdr.result == 0);
+}
