@@ -138,8 +138,10 @@ void RingWorker::run(Job &job) {
   // sees every reference the job held already dropped.
   ExecStatus st = ExecStatus::Ok;
   VmFault fault;
+  bool faulted = false;
   {
-    GpuMemory mem(*job.vm, k.fault_va.load(), k.fault_len.load());
+    GpuMemory mem(*job.vm, k.fault_va.load(), k.fault_len.load(),
+                  fault_policy_from_knob(k.vm_fault_stop.load()));
     ExecContext cx{mem, profile_, lockup, stop_};
     for (const IbRange &ib : job.ibs) {
       const uint64_t dwords = ib.bytes / 4;
@@ -150,6 +152,13 @@ void RingWorker::run(Job &job) {
     counters().bytes_copied.fetch_add(mem.bytes_copied(), std::memory_order_relaxed);
     counters().bytes_written.fetch_add(mem.bytes_written(), std::memory_order_relaxed);
     fault = mem.fault();
+    faulted = mem.faulted();
+  }
+  // The fault interrupt fills the VM's fault cache whether or not the job goes on
+  // (gmc_v10_0_process_interrupt -> amdgpu_vm_update_fault_cache); nothing is blamed for it.
+  if (faulted) {
+    job.vm->record_fault(fault);
+    counters().vm_faults.fetch_add(1, std::memory_order_relaxed);
   }
 
   switch (st) {
@@ -160,10 +169,7 @@ void RingWorker::run(Job &job) {
       }
       finish(job, 0);
       return;
-    case ExecStatus::Fault:
-      job.vm->record_fault(fault);
-      counters().vm_faults.fetch_add(1, std::memory_order_relaxed);
-      [[fallthrough]];
+    case ExecStatus::Fault:  // only with vm_fault_stop: the halted VM context hangs the job
     case ExecStatus::Illegal:
     case ExecStatus::Timeout:
       // The job is lost and its context blamed (what the timeout handler does after a hang);
