@@ -46,6 +46,8 @@ class Fence {
   // Runs cb once the fence signals (immediately, on this thread, if it already has). Callbacks run
   // without the domain lock held.
   void on_signal(std::function<void()> cb);
+  // The same for a fence not yet signaled, with the domain lock held (cb runs later, unlocked).
+  void on_signal_locked(std::function<void()> cb) { callbacks_.push_back(std::move(cb)); }
   // True when signaled before the deadline.
   bool wait(Deadline d) const;
 
