@@ -81,19 +81,25 @@ int wait_common(DeviceFile &f, uint64_t handles_ptr, const uint64_t *points_ptr,
   uint32_t first = ~0u;
   for (uint32_t i = 0; i < count && first == ~0u; ++i)
     if (ready(i)) first = i;
-  const bool ok = FenceDomain::wait_until(lk, deadline, [&] {
-    for (uint32_t i = 0; i < count; ++i) {
-      if (ready(i)) {
-        if (!all) {
-          first = std::min(first, i);
-          return true;
+  const bool ok = FenceDomain::wait_until(
+      lk, deadline,
+      [&] {
+        for (uint32_t i = 0; i < count; ++i) {
+          if (ready(i)) {
+            if (!all) {
+              first = std::min(first, i);
+              return true;
+            }
+          } else if (all) {
+            return false;
+          }
         }
-      } else if (all) {
-        return false;
-      }
-    }
-    return all;
-  });
+        return all;
+      },
+      [&](Waiter &w) {
+        for (uint32_t i = 0; i < count; ++i)
+          if (!ready(i)) Syncobj::subscribe_locked(w, objs[i], points[i]);
+      });
   if (!ok) return -ETIME;
   *first_signaled = first;
   return 0;
@@ -289,8 +295,10 @@ int drm_ioctl_syncobj_transfer(DeviceFile &f, void *data) {
     std::unique_lock flk(FenceDomain::mutex());
     if (!src->available_locked(a->src_point)) {
       if (!(a->flags & DRM_SYNCOBJ_WAIT_FLAGS_WAIT_FOR_SUBMIT)) return -EINVAL;
-      if (!FenceDomain::wait_until(flk, SteadyClock::now() + kSubmitWait,
-                                   [&] { return src->available_locked(a->src_point); }))
+      if (!FenceDomain::wait_until(
+              flk, SteadyClock::now() + kSubmitWait,
+              [&] { return src->available_locked(a->src_point); },
+              [&](Waiter &w) { Syncobj::subscribe_locked(w, src, a->src_point); }))
         return -ETIME;
     }
     fences = src->fences_for_locked(a->src_point);

@@ -21,7 +21,7 @@ void Syncobj::replace_locked(std::shared_ptr<Fence> fence) {
   signaled_floor_ = 0;
   if (fence) points_.push_back({0, std::move(fence)});
   run_eventfds_locked();
-  FenceDomain::notify();
+  waiters_.wake_all_locked();
 }
 
 void Syncobj::add_point_locked(uint64_t point, std::shared_ptr<Fence> fence) {
@@ -30,7 +30,7 @@ void Syncobj::add_point_locked(uint64_t point, std::shared_ptr<Fence> fence) {
   prune_locked();
   points_.push_back({point, std::move(fence)});
   run_eventfds_locked();
-  FenceDomain::notify();
+  waiters_.wake_all_locked();
 }
 
 namespace {
@@ -70,6 +70,13 @@ void Syncobj::add_eventfd_locked(std::shared_ptr<UniqueFd> fd, uint64_t point,
                                  bool available_only) {
   EventfdEntry e{std::move(fd), point, available_only};
   if (!try_fire_locked(e)) eventfds_.push_back(std::move(e));
+}
+
+void Syncobj::subscribe_locked(Waiter &w, const std::shared_ptr<Syncobj> &s, uint64_t point) {
+  w.subscribe_locked(s->waiters_, s);
+  if (!s->available_locked(point)) return;
+  for (const auto &f : s->fences_for_locked(point))
+    Fence::subscribe_locked(w, f);
 }
 
 bool Syncobj::available_locked(uint64_t point) const {

@@ -33,6 +33,9 @@ class Syncobj {
   // submitted later. Dropped unsignalled with the syncobj, as drm_syncobj_free() does.
   void add_eventfd_locked(std::shared_ptr<UniqueFd> fd, uint64_t point, bool available_only);
   size_t pending_eventfds_locked() const { return eventfds_.size(); }
+  // Registers `w` on what a wait for `point` of `s` depends on: the syncobj (a point submitted or
+  // replaced) and, once the point exists, its unsignaled fences.
+  static void subscribe_locked(Waiter &w, const std::shared_ptr<Syncobj> &s, uint64_t point);
 
  private:
   struct EventfdEntry {
@@ -52,6 +55,7 @@ class Syncobj {
   std::vector<Point> points_;
   uint64_t signaled_floor_ = 0;  // points at or below it were pruned after signaling
   std::vector<EventfdEntry> eventfds_;
+  WaitQueue waiters_;
 };
 
 }  // namespace rvgl::emu
