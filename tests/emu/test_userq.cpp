@@ -163,3 +163,47 @@ TEST_CASE("user queue creation checks its arguments", "[userq]") {
   const auto before = counters();
   CHECK(before.userqs_alive >= 1);
 }
+
+TEST_CASE("a VM fault in a user-queue batch: recorded, and the queue goes on unless told to stop",
+          "[userq][faults][vm_fault_stop]") {
+  UserQueueSetup s;
+  if (!(userq_ip_mask(s.fd.get()) & (1u << AMDGPU_HW_IP_DMA))) {
+    SUCCEED("this profile has no SDMA user queues");
+    return;
+  }
+  constexpr uint64_t kUnmapped = 0x7650000000ull;
+  for (const char *stop : {"0", "2"}) {
+    Knob k("RVGL_EMU_VM_FAULT_STOP", stop, "0");
+    REQUIRE(k.rc() == 0);
+    rvgl_drm_amdgpu_userq_mqd_sdma_gfx11 mqd{s.meta.va};
+    uint32_t id = 0;
+    *s.wptr() = 0;
+    *s.rptr() = 0;
+    s.data.u32()[0] = 0;
+    s.data.u32()[1] = 0;
+    REQUIRE(s.create(AMDGPU_HW_IP_DMA, &mqd, sizeof(mqd), &id) == 0);
+    std::vector<uint32_t> pk;
+    sdma::fence(pk, kUnmapped, 1);
+    sdma::fence(pk, s.data.va, 42);
+    std::memcpy(s.ring.u8(), pk.data(), pk.size() * 4);
+    const auto before = counters();
+    *s.wptr() = pk.size() * 4;
+    REQUIRE(eventually([&] { return counters().vm_faults == before.vm_faults + 1; }));
+    CHECK(vm_fault(s.fd.get()).addr == kUnmapped);
+    if (stop[0] == '0') {
+      CHECK(eventually([&] { return *s.rptr() == pk.size() * 4; }));
+      CHECK(s.data.u32()[0] == 42);
+      // The queue still runs what comes next.
+      std::vector<uint32_t> more;
+      sdma::fence(more, s.data.va + 4, 43);
+      std::memcpy(s.ring.u8() + pk.size() * 4, more.data(), more.size() * 4);
+      *s.wptr() = (pk.size() + more.size()) * 4;
+      CHECK(eventually([&] { return s.data.u32()[1] == 43; }));
+    } else {
+      // Hung on the fault: nothing after it ran, the read pointer never moved.
+      CHECK(s.data.u32()[0] == 0);
+      CHECK(*s.rptr() == 0);
+    }
+    CHECK(s.free_queue(id) == 0);
+  }
+}
