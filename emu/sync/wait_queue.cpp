@@ -23,7 +23,28 @@ void DomainMutex::unlock() {
   wake.swap(t_pending);
   m_.unlock();
   for (const auto &t : wake)
-    t->cv.notify_one();
+    t->wake();
+}
+
+void WakeToken::wake() {
+  {
+    std::lock_guard lk(m_);
+    woken_ = true;
+  }
+  cv_.notify_one();
+}
+
+bool WakeToken::sleep(Deadline d) {
+  std::unique_lock lk(m_);
+  bool woken;
+  if (d == never()) {
+    cv_.wait(lk, [this] { return woken_; });
+    woken = true;
+  } else {
+    woken = cv_.wait_until(lk, d, [this] { return woken_; });
+  }
+  woken_ = false;
+  return woken;
 }
 
 DomainMutex &FenceDomain::mutex() {

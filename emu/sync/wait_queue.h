@@ -30,9 +30,19 @@ class DomainMutex {
 };
 
 // What a waker signals; shared, so a wake-up delivered after the lock is released still has an
-// object to reach when the waiter has already returned.
-struct WakeToken {
-  std::condition_variable_any cv;
+// object to reach when the waiter has already returned. Its own small mutex is never held while
+// the domain lock is wanted, and the notify happens after it is released, so a woken thread
+// runs straight on.
+class WakeToken {
+ public:
+  void wake();
+  // Sleeps until woken or the deadline; false on timeout. Consumes the wake-up.
+  bool sleep(Deadline d);
+
+ private:
+  std::mutex m_;
+  std::condition_variable cv_;
+  bool woken_ = false;
 };
 
 // The waiters of one object. Every member: FenceDomain::mutex() held.
@@ -95,14 +105,12 @@ class FenceDomain {
     Waiter w;
     for (;;) {
       subscribe(w);
-      bool timed_out = false;
-      if (d == never())
-        w.token()->cv.wait(lk);
-      else
-        timed_out = w.token()->cv.wait_until(lk, d) == std::cv_status::timeout;
+      lk.unlock();  // delivers the wake-ups this thread queued
+      const bool woken = w.token()->sleep(d);
+      lk.lock();
       w.unsubscribe_all_locked();
       if (pred()) return true;
-      if (timed_out) return false;
+      if (!woken) return false;
     }
   }
 };
