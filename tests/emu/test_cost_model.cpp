@@ -112,7 +112,7 @@ TEST_CASE("ioctl arguments: stack, heap and another thread's stack work; unmappe
     CHECK(straddling_request == 0);  // mapped memory above: the kernel copies it
   }
 
-  const size_t kStack = 256 * 1024;
+  const size_t kStack = 4 << 20;  // sanitizer runtimes want more than 256 KiB
   auto *region = static_cast<uint8_t *>(
       mmap(nullptr, kStack + 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
   REQUIRE(region != MAP_FAILED);
