@@ -41,7 +41,7 @@ const DrmIoctl kIoctls[] = {
     CORE(SYNCOBJ_TRANSFER, drm_ioctl_syncobj_transfer, kRenderAllow),
     CORE(SYNCOBJ_TIMELINE_SIGNAL, drm_ioctl_syncobj_timeline_signal, kRenderAllow),
     // drm_ioctl.c: DRM_IOCTL_DEF(DRM_IOCTL_SYNCOBJ_EVENTFD, ..., DRM_RENDER_ALLOW) (Linux 6.6).
-    {kDrmSyncobjEventfdNr, "SYNCOBJ_EVENTFD", RVGL_DRM_IOCTL_SYNCOBJ_EVENTFD, kRenderAllow,
+    {kDrmSyncobjEventfdNr, "SYNCOBJ_EVENTFD", kDrmIoctlSyncobjEventfd, kRenderAllow,
      drm_ioctl_syncobj_eventfd},
     AMD(GEM_CREATE, amdgpu_ioctl_gem_create),
     AMD(GEM_MMAP, amdgpu_ioctl_gem_mmap),

@@ -339,7 +339,7 @@ int check_eventfd(int fd) {
 
 // drm_syncobj_eventfd_ioctl() and drm_syncobj_register_eventfd() (drivers/gpu/drm/drm_syncobj.c).
 int drm_ioctl_syncobj_eventfd(DeviceFile &f, void *data) {
-  auto *a = static_cast<rvgl_drm_syncobj_eventfd *>(data);
+  auto *a = static_cast<SyncobjEventfdArgs *>(data);
   // amdgpu has DRIVER_SYNCOBJ_TIMELINE, so the -EOPNOTSUPP branch never applies.
   if (a->flags & ~DRM_SYNCOBJ_WAIT_FLAGS_WAIT_AVAILABLE) return -EINVAL;
   if (a->pad) return -EINVAL;

@@ -1,5 +1,6 @@
 // DRM core ABI newer than the drm.h of libdrm 2.4.114, from the kernel's include/uapi/drm/drm.h.
-// Prefixed so a newer system header defining the same names does not clash.
+// Names of the emulator's own (no macros), so they never clash with a system header or with
+// src/amdgpu/uapi's definitions of the same ABI.
 #pragma once
 
 #include <drm.h>
@@ -10,16 +11,16 @@ namespace rvgl::emu {
 
 // DRM_IOCTL_SYNCOBJ_EVENTFD (Linux 6.6, drm_syncobj_eventfd_ioctl): an eventfd is signalled when
 // a syncobj point is signalled, or only available with DRM_SYNCOBJ_WAIT_FLAGS_WAIT_AVAILABLE.
-struct rvgl_drm_syncobj_eventfd {
+struct SyncobjEventfdArgs {
   uint32_t handle;
   uint32_t flags;
   uint64_t point;
   int32_t fd;
   uint32_t pad;
 };
-static_assert(sizeof(rvgl_drm_syncobj_eventfd) == 24);
+static_assert(sizeof(SyncobjEventfdArgs) == 24);
 
 inline constexpr uint32_t kDrmSyncobjEventfdNr = 0xCF;
-#define RVGL_DRM_IOCTL_SYNCOBJ_EVENTFD DRM_IOWR(0xCF, struct rvgl::emu::rvgl_drm_syncobj_eventfd)
+inline constexpr unsigned long kDrmIoctlSyncobjEventfd = DRM_IOWR(0xCF, SyncobjEventfdArgs);
 
 }  // namespace rvgl::emu
