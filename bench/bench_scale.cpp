@@ -3,8 +3,12 @@
 // contexts x 8 queues; and the memory an idle context (with its shared page) costs the host.
 #include <benchmark/benchmark.h>
 
+#include <sys/resource.h>
+
+#include <chrono>
 #include <memory>
 #include <stdexcept>
+#include <thread>
 #include <vector>
 
 #include "amd_packets.h"
@@ -107,6 +111,43 @@ void BM_ScaleOps(benchmark::State &state) {
   state.counters["queues_per_context"] = queues;
 }
 
+uint64_t all_context_switches() {
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);  // every thread of the process
+  return static_cast<uint64_t>(ru.ru_nvcsw + ru.ru_nivcsw);
+}
+
+// Issue 16's cost model: one context does op + fence + wait while `idle` other contexts (each
+// with its retire thread asleep in the emulator) do nothing; context switches per op must not
+// depend on how many idle contexts there are.
+void BM_IdleContextSwitches(benchmark::State &state) {
+  const auto idle = static_cast<uint32_t>(state.range(0));
+  VirglHost host;
+  ScaleGuest active(1, 1);
+  std::vector<std::unique_ptr<ApiGuest>> idlers;
+  for (uint32_t i = 0; i < idle; ++i) {
+    idlers.push_back(std::make_unique<ApiGuest>(100 + i, (100 + i) * 1000));
+    idlers.back()->start();
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // retire threads asleep
+  constexpr uint32_t kOps = 256;
+  auto run = [&] {
+    for (uint32_t i = 0; i < kOps; ++i) {
+      active.op(0);
+      active.wait_all(host);
+    }
+  };
+  run();
+  std::vector<double> per_op;
+  for (auto _ : state) {
+    const uint64_t cs0 = all_context_switches();
+    run();
+    per_op.push_back(static_cast<double>(all_context_switches() - cs0) / kOps);
+  }
+  state.counters["idle_contexts"] = idle;
+  state.counters["context_switches_per_op"] = median(per_op);
+}
+
 void BM_IdleContextMemory(benchmark::State &state) {
   const auto n = static_cast<uint32_t>(state.range(0));
   VirglHost host;
@@ -140,6 +181,12 @@ BENCHMARK(guarded<BM_ScaleOps>)
     ->Iterations(14)
     ->UseManualTime()
     ->Unit(benchmark::kMillisecond);
+BENCHMARK(guarded<BM_IdleContextSwitches>)
+    ->Name("BM_IdleContextSwitches")
+    ->ArgName("idle_contexts")
+    ->Arg(0)
+    ->Arg(64)
+    ->Iterations(5);
 BENCHMARK(guarded<BM_IdleContextMemory>)
     ->Name("BM_IdleContextMemory")
     ->Arg(64)

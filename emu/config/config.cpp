@@ -119,6 +119,7 @@ constexpr U64Knob kU64Knobs[] = {
     {"RVGL_EMU_HANG_JOB", &Config::hang_job, 1, 0, UINT64_MAX},
     {"RVGL_EMU_RESET_JOB", &Config::reset_job, 1, 0, UINT64_MAX},
     {"RVGL_EMU_UDMABUF_SIZE_LIMIT_MB", &Config::udmabuf_size_limit_mb, 1, 1, 1ull << 20},
+    {"RVGL_EMU_VM_FAULT_STOP", &Config::vm_fault_stop, 1, 0, 2},
 };
 
 constexpr const char *kStructural[] = {
@@ -149,6 +150,8 @@ constexpr const char *kAllKnobs[] = {
     "RVGL_EMU_FAULT_VA",
     "RVGL_EMU_UDMABUF_LIST_LIMIT",
     "RVGL_EMU_UDMABUF_SIZE_LIMIT_MB",
+    "RVGL_EMU_VM_FAULT_STOP",
+    "RVGL_EMU_NO_SYNCOBJ_EVENTFD",
 };
 
 }  // namespace
@@ -211,6 +214,8 @@ int apply_knob(Config &cfg, std::string_view name, std::string_view value) {
     return 0;
   }
   if (name == "RVGL_EMU_VRAM_POISON") return parse_bool(value, cfg.vram_poison) ? 0 : -EINVAL;
+  if (name == "RVGL_EMU_NO_SYNCOBJ_EVENTFD")
+    return parse_bool(value, cfg.no_syncobj_eventfd) ? 0 : -EINVAL;
   if (name == "RVGL_EMU_RESET_VRAM_LOST")
     return parse_bool(value, cfg.reset_vram_lost) ? 0 : -EINVAL;
   if (name == "RVGL_EMU_FAIL") return parse_fail_rules(value, cfg.fail) ? 0 : -EINVAL;

@@ -43,6 +43,9 @@ struct Config {
   uint64_t reset_job = 0;  // the Nth job of every context is lost to an innocent GPU reset
   bool reset_vram_lost = false;
   uint64_t fault_va = 0, fault_len = 0;
+  // amdgpu.vm_fault_stop: 0 never (the kernel's default), 1 first, 2 always.
+  uint64_t vm_fault_stop = 0;
+  bool no_syncobj_eventfd = false;  // hide DRM_IOCTL_SYNCOBJ_EVENTFD as a pre-6.6 kernel does
 
   uint32_t xcc_count() const { return xccs ? xccs : profile->default_xccs; }
   uint64_t vram() const { return vram_bytes ? vram_bytes : profile->vram_mib << 20; }

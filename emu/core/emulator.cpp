@@ -137,6 +137,7 @@ void Emulator::fork_parent() {
 void Emulator::fork_child() {
   Emulator *e = peek();
   if (!e) return;
+  FenceDomain::after_fork_child();  // before anything can wake a sleeper of the parent
   e->unlock_after_fork();
   // No emulator thread exists in the child: forget them, cancel what they would have run.
   std::lock_guard lk(e->mu_);

@@ -3,26 +3,64 @@
 #include <algorithm>
 #include <cstring>
 
+#include "memory/va_layout.h"
 #include "util/user_memory.h"
 
 namespace rvgl::emu {
 
+FaultPolicy fault_policy_from_knob(uint64_t vm_fault_stop) {
+  // amdgpu_drv.c vm_fault_stop: 0 = never (default), 1 = first fault, 2 = always.
+  return vm_fault_stop == 0 ? FaultPolicy::Continue : FaultPolicy::Stop;
+}
+
+// The status register latches the first fault; the follow-ups of a burst read back 0 and
+// amdgpu_vm_update_fault_cache() ignores them, so the cache holds the first fault of the job.
+void GpuMemory::note_fault(const VmFault &f) {
+  if (!fault_seen_) fault_ = f;
+  fault_seen_ = true;
+  if (policy_ == FaultPolicy::Stop) stopped_ = true;
+}
+
+void GpuMemory::resolve_around_faults(uint64_t va, uint64_t len, VmAccess a,
+                                      std::vector<VmPiece> &out) {
+  out.clear();
+  uint64_t at = va;
+  const uint64_t end = va + len;
+  while (at < end) {
+    const uint64_t page_end = (at | (va::kGpuPageSize - 1)) + 1;
+    const uint64_t n = std::min(end, page_end == 0 ? end : page_end) - at;
+    VmFault f;
+    if (vm_.resolve(at, n, a, page_, f, inj_va_, inj_len_)) {
+      out.insert(out.end(), page_.begin(), page_.end());
+    } else {
+      note_fault(f);
+      out.push_back(VmPiece{nullptr, 0, n});  // the dummy page: reads zero, writes vanish
+    }
+    at += n;
+  }
+}
+
 bool GpuMemory::resolve(uint64_t va, uint64_t len, VmAccess a, std::vector<VmPiece> &out) {
-  if (faulted_) return false;
-  if (!vm_.resolve(va, len, a, out, fault_, inj_va_, inj_len_)) {
-    faulted_ = true;
+  if (stopped_) return false;
+  VmFault f;
+  if (vm_.resolve(va, len, a, out, f, inj_va_, inj_len_)) return true;
+  if (policy_ == FaultPolicy::Stop || va + len < va) {
+    note_fault(f);
+    stopped_ = true;
     return false;
   }
+  resolve_around_faults(va, len, a, out);
   return true;
 }
 
-// A userptr whose pages the caller unmapped: the hardware would see an invalid PTE.
-void GpuMemory::host_fault(uint64_t va, VmAccess a) {
-  faulted_ = true;
-  fault_.addr = va & ~uint64_t{4095};
-  fault_.status = fault_status::kMappingError | (1u << fault_status::kVmidShift) |
-                  (a == VmAccess::Write ? fault_status::kRwWrite : 0);
-  fault_.vmhub = 0;
+bool GpuMemory::host_fault(uint64_t va, VmAccess a) {
+  VmFault f;
+  f.addr = va & ~uint64_t{4095};
+  f.status = fault_status::kMappingError | (1u << fault_status::kVmidShift) |
+             (a == VmAccess::Write ? fault_status::kRwWrite : 0);
+  f.vmhub = 0;
+  note_fault(f);
+  return !stopped_;
 }
 
 bool GpuMemory::read(uint64_t va, void *dst, uint64_t len) {
@@ -33,8 +71,8 @@ bool GpuMemory::read(uint64_t va, void *dst, uint64_t len) {
     if (!p.backing)
       std::memset(out, 0, p.len);
     else if (!p.backing->read(p.offset, out, p.len)) {
-      host_fault(at, VmAccess::Read);
-      return false;
+      if (!host_fault(at, VmAccess::Read)) return false;
+      std::memset(out, 0, p.len);
     }
     out += p.len;
     at += p.len;
@@ -47,10 +85,8 @@ bool GpuMemory::write(uint64_t va, const void *src, uint64_t len) {
   auto *in = static_cast<const uint8_t *>(src);
   uint64_t at = va;
   for (const auto &p : a_) {
-    if (p.backing && !p.backing->write(p.offset, in, p.len)) {
-      host_fault(at, VmAccess::Write);
+    if (p.backing && !p.backing->write(p.offset, in, p.len) && !host_fault(at, VmAccess::Write))
       return false;
-    }
     in += p.len;
     at += p.len;
   }
@@ -88,10 +124,7 @@ bool GpuMemory::copy(uint64_t dst, uint64_t src, uint64_t len) {
                                s.backing->user_address() + s.offset + soff, n) == 0;
       }
     }
-    if (!ok) {
-      host_fault(dst + done, VmAccess::Write);
-      return false;
-    }
+    if (!ok && !host_fault(dst + done, VmAccess::Write)) return false;
     done += n;
     soff += n;
     doff += n;
@@ -124,10 +157,9 @@ bool GpuMemory::fill(uint64_t dst, uint32_t pattern, uint32_t elem, uint64_t len
           const uint64_t n = std::min<uint64_t>(chunk.size(), p.len - off);
           for (uint64_t i = 0; i < n; ++i)
             chunk[i] = pat[(pos + off + i) % elem];
-          if (!p.backing->write(p.offset + off, chunk.data(), n)) {
-            host_fault(dst + pos + off, VmAccess::Write);
+          if (!p.backing->write(p.offset + off, chunk.data(), n) &&
+              !host_fault(dst + pos + off, VmAccess::Write))
             return false;
-          }
         }
       }
     }

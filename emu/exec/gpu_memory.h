@@ -1,5 +1,8 @@
 // The GPU's view of memory during one job: every access is translated through the submitting
-// file's VM; the first fault stops the job and is kept for the fault query.
+// file's VM. What a fault does depends on amdgpu.vm_fault_stop (RVGL_EMU_VM_FAULT_STOP): by
+// default (0) the hub redirects the faulting access to the dummy page — the write is dropped, the
+// read returns zeros — and the engine carries on; with 2 the first fault stops the job. Either way
+// the first fault of the job is kept for the VM's fault cache.
 #pragma once
 
 #include <cstdint>
@@ -9,11 +12,21 @@
 
 namespace rvgl::emu {
 
+enum class FaultPolicy {
+  Continue,  // vm_fault_stop=0: gfxhub *_set_fault_enable_default(adev, true), the default page
+  Stop,      // vm_fault_stop=2: the VM context halts on the fault, the job hangs
+};
+
+// The policy the knob selects (1, "first fault", stops like 2 here: every job is a first).
+FaultPolicy fault_policy_from_knob(uint64_t vm_fault_stop);
+
 class GpuMemory {
  public:
-  GpuMemory(const GpuVm &vm, uint64_t injected_fault_va, uint64_t injected_fault_len)
-      : vm_(vm), inj_va_(injected_fault_va), inj_len_(injected_fault_len) {}
+  GpuMemory(const GpuVm &vm, uint64_t injected_fault_va, uint64_t injected_fault_len,
+            FaultPolicy policy = FaultPolicy::Stop)
+      : vm_(vm), inj_va_(injected_fault_va), inj_len_(injected_fault_len), policy_(policy) {}
 
+  // Each returns false only when the access faulted under FaultPolicy::Stop.
   bool read(uint64_t va, void *dst, uint64_t len);
   bool write(uint64_t va, const void *src, uint64_t len);
   bool read32(uint64_t va, uint32_t &v) { return read(va, &v, 4); }
@@ -24,21 +37,29 @@ class GpuMemory {
   // Fills len bytes with the low `elem` bytes of `pattern` repeated (elem 1, 2 or 4).
   bool fill(uint64_t dst, uint32_t pattern, uint32_t elem, uint64_t len);
 
-  bool faulted() const { return faulted_; }
+  // Whether any access faulted (under either policy), and the first fault.
+  bool faulted() const { return fault_seen_; }
   const VmFault &fault() const { return fault_; }
   uint64_t bytes_copied() const { return bytes_copied_; }
   uint64_t bytes_written() const { return bytes_written_; }
 
  private:
   bool resolve(uint64_t va, uint64_t len, VmAccess a, std::vector<VmPiece> &out);
-  void host_fault(uint64_t va, VmAccess a);
+  // Under Continue: the pieces of [va, va+len) page by page, a faulting page as a null piece.
+  void resolve_around_faults(uint64_t va, uint64_t len, VmAccess a, std::vector<VmPiece> &out);
+  void note_fault(const VmFault &f);
+  // A userptr whose pages the caller unmapped: the hardware would see an invalid PTE. Returns
+  // whether the access may go on (Continue).
+  bool host_fault(uint64_t va, VmAccess a);
 
   const GpuVm &vm_;
   uint64_t inj_va_, inj_len_;
-  bool faulted_ = false;
+  FaultPolicy policy_;
+  bool stopped_ = false;
+  bool fault_seen_ = false;
   VmFault fault_;
   uint64_t bytes_copied_ = 0, bytes_written_ = 0;
-  std::vector<VmPiece> a_, b_;
+  std::vector<VmPiece> a_, b_, page_;
 };
 
 }  // namespace rvgl::emu

@@ -17,8 +17,8 @@ void RingWorker::submit(std::unique_ptr<Job> job) {
   {
     std::lock_guard lk(FenceDomain::mutex());
     queue_.push_back(std::move(job));
+    wake_.wake_all_locked();
   }
-  FenceDomain::notify();
   if (!thread_.running() && !stop_.load()) thread_.start([this] { loop(); });
 }
 
@@ -26,8 +26,8 @@ void RingWorker::stop() {
   {
     std::lock_guard lk(FenceDomain::mutex());
     stop_.store(true);
+    wake_.wake_all_locked();
   }
-  FenceDomain::notify();
   thread_.join();
   cancel_queued();
   stop_.store(false);
@@ -66,15 +66,35 @@ Job *RingWorker::find_ready_locked() {
   return nullptr;
 }
 
+// What find_ready_locked() is waiting for: this ring's queue (a new job, stop) and the
+// unsatisfied dependencies of each context's oldest job.
+void RingWorker::subscribe_blockers_locked(Waiter &w) {
+  w.subscribe_locked(wake_, nullptr);  // the worker outlives its own thread
+  std::vector<const Context *> seen;
+  for (auto &j : queue_) {
+    const Context *c = j->ctx.get();
+    if (std::find(seen.begin(), seen.end(), c) != seen.end()) continue;
+    seen.push_back(c);
+    for (const auto &d : j->deps) {
+      if (d.fence) Fence::subscribe_locked(w, d.fence);
+      if (d.syncobj && !d.syncobj->signaled_locked(d.point))
+        Syncobj::subscribe_locked(w, d.syncobj, d.point);
+    }
+  }
+}
+
 void RingWorker::loop() {
   std::unique_lock lk(FenceDomain::mutex());
   while (true) {
     Job *pick = nullptr;
-    FenceDomain::wait_until(lk, never(), [&] {
-      if (stop_.load()) return true;
-      pick = find_ready_locked();
-      return pick != nullptr;
-    });
+    FenceDomain::wait_until(
+        lk, never(),
+        [&] {
+          if (stop_.load()) return true;
+          pick = find_ready_locked();
+          return pick != nullptr;
+        },
+        [&](Waiter &w) { subscribe_blockers_locked(w); });
     if (stop_.load()) return;
     auto it = std::find_if(queue_.begin(), queue_.end(), [&](auto &j) { return j.get() == pick; });
     std::unique_ptr<Job> job = std::move(*it);
@@ -116,7 +136,9 @@ void RingWorker::run(Job &job) {
   if (k.hang_job.load() && job.ordinal == k.hang_job.load()) {
     // The engine stops making progress; the job timeout handler resets the GPU and blames it.
     std::unique_lock lk(FenceDomain::mutex());
-    FenceDomain::wait_until(lk, lockup, [&] { return stop_.load(); });
+    FenceDomain::wait_until(
+        lk, lockup, [&] { return stop_.load(); },
+        [&](Waiter &w) { w.subscribe_locked(wake_, nullptr); });
     lk.unlock();
     ctx.guilty = true;
     ctx.reset_seen = true;
@@ -138,8 +160,10 @@ void RingWorker::run(Job &job) {
   // sees every reference the job held already dropped.
   ExecStatus st = ExecStatus::Ok;
   VmFault fault;
+  bool faulted = false;
   {
-    GpuMemory mem(*job.vm, k.fault_va.load(), k.fault_len.load());
+    GpuMemory mem(*job.vm, k.fault_va.load(), k.fault_len.load(),
+                  fault_policy_from_knob(k.vm_fault_stop.load()));
     ExecContext cx{mem, profile_, lockup, stop_};
     for (const IbRange &ib : job.ibs) {
       const uint64_t dwords = ib.bytes / 4;
@@ -150,6 +174,13 @@ void RingWorker::run(Job &job) {
     counters().bytes_copied.fetch_add(mem.bytes_copied(), std::memory_order_relaxed);
     counters().bytes_written.fetch_add(mem.bytes_written(), std::memory_order_relaxed);
     fault = mem.fault();
+    faulted = mem.faulted();
+  }
+  // The fault interrupt fills the VM's fault cache whether or not the job goes on
+  // (gmc_v10_0_process_interrupt -> amdgpu_vm_update_fault_cache); nothing is blamed for it.
+  if (faulted) {
+    job.vm->record_fault(fault);
+    counters().vm_faults.fetch_add(1, std::memory_order_relaxed);
   }
 
   switch (st) {
@@ -160,10 +191,7 @@ void RingWorker::run(Job &job) {
       }
       finish(job, 0);
       return;
-    case ExecStatus::Fault:
-      job.vm->record_fault(fault);
-      counters().vm_faults.fetch_add(1, std::memory_order_relaxed);
-      [[fallthrough]];
+    case ExecStatus::Fault:  // only with vm_fault_stop: the halted VM context hangs the job
     case ExecStatus::Illegal:
     case ExecStatus::Timeout:
       // The job is lost and its context blamed (what the timeout handler does after a hang);

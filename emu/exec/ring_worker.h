@@ -37,6 +37,7 @@ class RingWorker {
  private:
   void loop();
   Job *find_ready_locked();
+  void subscribe_blockers_locked(Waiter &w);
   void run(Job &job);
   void finish(Job &job, int error);
   void cancel_queued();
@@ -45,6 +46,7 @@ class RingWorker {
   const DeviceProfile &profile_;
   ResetCounters &resets_;
   std::deque<std::unique_ptr<Job>> queue_;  // guarded by FenceDomain::mutex()
+  WaitQueue wake_;                          // a job queued, or stop
   std::atomic<bool> stop_{false};
   WorkerThread thread_;
 };

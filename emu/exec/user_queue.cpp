@@ -58,7 +58,8 @@ bool UserQueue::process(uint64_t rptr, uint64_t wptr) {
   const uint64_t count_dw = sdma ? (wptr - rptr) / 4 : wptr - rptr;
   if (count_dw > ring_dw || (sdma && ((wptr | rptr) & 3))) return false;
 
-  GpuMemory mem(*p_.vm, k.fault_va.load(), k.fault_len.load());
+  GpuMemory mem(*p_.vm, k.fault_va.load(), k.fault_len.load(),
+                fault_policy_from_knob(k.vm_fault_stop.load()));
   std::vector<uint32_t> buf(static_cast<size_t>(count_dw));
   const uint64_t pos = start_dw % ring_dw;
   const uint64_t first = std::min(count_dw, ring_dw - pos);
@@ -77,7 +78,7 @@ bool UserQueue::process(uint64_t rptr, uint64_t wptr) {
   counters().bytes_copied.fetch_add(mem.bytes_copied(), std::memory_order_relaxed);
   counters().bytes_written.fetch_add(mem.bytes_written(), std::memory_order_relaxed);
   counters().userq_packets.fetch_add(count_dw, std::memory_order_relaxed);
-  if (st == ExecStatus::Fault) {
+  if (mem.faulted()) {
     p_.vm->record_fault(mem.fault());
     counters().vm_faults.fetch_add(1, std::memory_order_relaxed);
   }

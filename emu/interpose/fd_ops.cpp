@@ -13,6 +13,7 @@
 #include "interpose/real_libc.h"
 #include "ioctl/dispatch.h"
 #include "memory/mmap_registry.h"
+#include "util/user_memory.h"
 
 namespace rvgl::emu::ops {
 
@@ -70,7 +71,7 @@ void retrack_fd(int from, int to) {
   release_keeping_errno(previous);
 }
 
-int ioctl_fd(int fd, unsigned long request, void *arg) {
+int ioctl_fd(int fd, unsigned long request, void *arg, const void *caller_frame) {
   std::shared_ptr<OpenFile> f;
   if (Emulator *e = Emulator::peek()) {
     std::lock_guard lk(e->mutex());
@@ -78,6 +79,7 @@ int ioctl_fd(int fd, unsigned long request, void *arg) {
   }
   if (!f) return real::ioctl(fd, request, arg);
   const int saved = errno;
+  CallerStackScope stack(caller_frame);
   const int r = dispatch_ioctl(f, request, arg);
   if (r < 0) {
     errno = -r;

@@ -87,7 +87,7 @@ int ioctl(int fd, unsigned long request, ...) noexcept {
   va_start(ap, request);
   void *arg = va_arg(ap, void *);
   va_end(ap);
-  if (fast::fd_maybe_ours(fd)) return ops::ioctl_fd(fd, request, arg);
+  if (fast::fd_maybe_ours(fd)) return ops::ioctl_fd(fd, request, arg, __builtin_frame_address(0));
   return real::ioctl(fd, request, arg);
 }
 

@@ -157,11 +157,17 @@ int amdgpu_ioctl_gem_wait_idle(DeviceFile &f, void *data) {
   if (!bo) return -ENOENT;
   const Deadline deadline = deadline_from_amdgpu_timeout(a->in.timeout);
   std::unique_lock lk(FenceDomain::mutex());
-  const bool idle = FenceDomain::wait_until(lk, deadline, [&] {
-    for (const auto &fence : bo->fences)
-      if (!fence->is_signaled_locked()) return false;
-    return true;
-  });
+  const bool idle = FenceDomain::wait_until(
+      lk, deadline,
+      [&] {
+        for (const auto &fence : bo->fences)
+          if (!fence->is_signaled_locked()) return false;
+        return true;
+      },
+      [&](Waiter &w) {
+        for (const auto &fence : bo->fences)
+          Fence::subscribe_locked(w, fence);
+      });
   std::erase_if(bo->fences, [](const auto &fence) { return fence->is_signaled_locked(); });
   lk.unlock();
   std::memset(a, 0, sizeof(*a));

@@ -77,14 +77,20 @@ int amdgpu_ioctl_wait_fences(DeviceFile &f, void *data) {
     }
   } else {
     std::unique_lock lk(FenceDomain::mutex());
-    signaled = FenceDomain::wait_until(lk, deadline, [&] {
-      for (size_t i = 0; i < fences.size(); ++i)
-        if (!fences[i] || fences[i]->is_signaled_locked()) {
-          first = static_cast<uint32_t>(i);
-          return true;
-        }
-      return fences.empty();
-    });
+    signaled = FenceDomain::wait_until(
+        lk, deadline,
+        [&] {
+          for (size_t i = 0; i < fences.size(); ++i)
+            if (!fences[i] || fences[i]->is_signaled_locked()) {
+              first = static_cast<uint32_t>(i);
+              return true;
+            }
+          return fences.empty();
+        },
+        [&](Waiter &w) {
+          for (const auto &fence : fences)
+            Fence::subscribe_locked(w, fence);
+        });
     if (signaled && first < fences.size() && fences[first]) err = fences[first]->error_locked();
   }
   std::memset(a, 0, sizeof(*a));

@@ -18,6 +18,7 @@
 #include "core/emulator.h"
 #include "core/runtime_knobs.h"
 #include "ioctl/drm_ioctl_table.h"
+#include "ioctl/drm_uapi_ext.h"
 #include "ioctl/udmabuf.h"
 #include "util/user_memory.h"
 
@@ -44,7 +45,11 @@ void trace(const char *name, int r) {
 int dispatch_drm(DeviceFile &file, unsigned long request, void *arg) {
   if (_IOC_TYPE(request) != DRM_IOCTL_BASE) return -ENOTTY;
   const DrmIoctl *entry = find_drm_ioctl(_IOC_NR(request));
-  if (!entry) return -EINVAL;
+  // drm_ioctl(): a core number past the kernel's table (a pre-6.6 kernel has no SYNCOBJ_EVENTFD)
+  // leaves retcode at its initial -EINVAL.
+  if (!entry || (entry->nr == kDrmSyncobjEventfdNr &&
+                 knobs().no_syncobj_eventfd.load(std::memory_order_relaxed)))
+    return -EINVAL;
   if (int err = injected(entry->name)) return -err;
   // drm_ioctl_permit(): a render node only runs ioctls marked DRM_RENDER_ALLOW.
   if (!file.primary && !(entry->flags & kRenderAllow)) return -EACCES;

@@ -5,6 +5,7 @@
 #include <sys/ioctl.h>
 
 #include "amdgpu/uapi/amdgpu_drm_ext.h"
+#include "ioctl/drm_uapi_ext.h"
 
 namespace rvgl::emu {
 
@@ -39,6 +40,9 @@ const DrmIoctl kIoctls[] = {
     CORE(SYNCOBJ_QUERY, drm_ioctl_syncobj_query, kRenderAllow),
     CORE(SYNCOBJ_TRANSFER, drm_ioctl_syncobj_transfer, kRenderAllow),
     CORE(SYNCOBJ_TIMELINE_SIGNAL, drm_ioctl_syncobj_timeline_signal, kRenderAllow),
+    // drm_ioctl.c: DRM_IOCTL_DEF(DRM_IOCTL_SYNCOBJ_EVENTFD, ..., DRM_RENDER_ALLOW) (Linux 6.6).
+    {kDrmSyncobjEventfdNr, "SYNCOBJ_EVENTFD", kDrmIoctlSyncobjEventfd, kRenderAllow,
+     drm_ioctl_syncobj_eventfd},
     AMD(GEM_CREATE, amdgpu_ioctl_gem_create),
     AMD(GEM_MMAP, amdgpu_ioctl_gem_mmap),
     AMD(CTX, amdgpu_ioctl_ctx),

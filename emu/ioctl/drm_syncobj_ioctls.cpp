@@ -7,10 +7,13 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
+#include <cstring>
 #include <vector>
 
 #include "core/emulator.h"
 #include "interpose/real_libc.h"
+#include "ioctl/drm_uapi_ext.h"
 #include "ioctl/handlers.h"
 #include "sync/fence.h"
 #include "sync/syncobj.h"
@@ -78,19 +81,25 @@ int wait_common(DeviceFile &f, uint64_t handles_ptr, const uint64_t *points_ptr,
   uint32_t first = ~0u;
   for (uint32_t i = 0; i < count && first == ~0u; ++i)
     if (ready(i)) first = i;
-  const bool ok = FenceDomain::wait_until(lk, deadline, [&] {
-    for (uint32_t i = 0; i < count; ++i) {
-      if (ready(i)) {
-        if (!all) {
-          first = std::min(first, i);
-          return true;
+  const bool ok = FenceDomain::wait_until(
+      lk, deadline,
+      [&] {
+        for (uint32_t i = 0; i < count; ++i) {
+          if (ready(i)) {
+            if (!all) {
+              first = std::min(first, i);
+              return true;
+            }
+          } else if (all) {
+            return false;
+          }
         }
-      } else if (all) {
-        return false;
-      }
-    }
-    return all;
-  });
+        return all;
+      },
+      [&](Waiter &w) {
+        for (uint32_t i = 0; i < count; ++i)
+          if (!ready(i)) Syncobj::subscribe_locked(w, objs[i], points[i]);
+      });
   if (!ok) return -ETIME;
   *first_signaled = first;
   return 0;
@@ -286,8 +295,10 @@ int drm_ioctl_syncobj_transfer(DeviceFile &f, void *data) {
     std::unique_lock flk(FenceDomain::mutex());
     if (!src->available_locked(a->src_point)) {
       if (!(a->flags & DRM_SYNCOBJ_WAIT_FLAGS_WAIT_FOR_SUBMIT)) return -EINVAL;
-      if (!FenceDomain::wait_until(flk, SteadyClock::now() + kSubmitWait,
-                                   [&] { return src->available_locked(a->src_point); }))
+      if (!FenceDomain::wait_until(
+              flk, SteadyClock::now() + kSubmitWait,
+              [&] { return src->available_locked(a->src_point); },
+              [&](Waiter &w) { Syncobj::subscribe_locked(w, src, a->src_point); }))
         return -ETIME;
     }
     fences = src->fences_for_locked(a->src_point);
@@ -298,6 +309,53 @@ int drm_ioctl_syncobj_transfer(DeviceFile &f, void *data) {
     dst->add_point_locked(a->dst_point, std::move(fence));
   else
     dst->replace_locked(std::move(fence));
+  return 0;
+}
+
+}  // namespace rvgl::emu
+
+namespace rvgl::emu {
+
+namespace {
+
+// eventfd_ctx_fdget(): -EBADF for an fd that is not open, -EINVAL for a file that is not an eventfd
+// (a sync_file here is an eventfd underneath, but the kernel's is not: it is refused too).
+int check_eventfd(int fd) {
+  if (fd < 0 || real::fcntl(fd, F_GETFD, nullptr) < 0) return -EBADF;
+  {
+    Emulator &emu = Emulator::get();
+    std::lock_guard lk(emu.mutex());
+    if (emu.fds().get(fd)) return -EINVAL;
+  }
+  char path[64], target[64];
+  std::snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+  const ssize_t n = real::readlink(path, target, sizeof(target) - 1);
+  if (n < 0) return -EBADF;
+  target[n] = '\0';
+  return std::strcmp(target, "anon_inode:[eventfd]") == 0 ? 0 : -EINVAL;
+}
+
+}  // namespace
+
+// drm_syncobj_eventfd_ioctl() and drm_syncobj_register_eventfd() (drivers/gpu/drm/drm_syncobj.c).
+int drm_ioctl_syncobj_eventfd(DeviceFile &f, void *data) {
+  auto *a = static_cast<SyncobjEventfdArgs *>(data);
+  // amdgpu has DRIVER_SYNCOBJ_TIMELINE, so the -EOPNOTSUPP branch never applies.
+  if (a->flags & ~DRM_SYNCOBJ_WAIT_FLAGS_WAIT_AVAILABLE) return -EINVAL;
+  if (a->pad) return -EINVAL;
+  std::shared_ptr<Syncobj> s;
+  {
+    std::lock_guard lk(Emulator::get().mutex());
+    auto *found = f.syncobjs.find(a->handle);
+    if (!found) return -ENOENT;
+    s = *found;
+  }
+  if (int r = check_eventfd(a->fd)) return r;
+  // The kernel holds the eventfd context, not the fd: closing the caller's fd keeps it alive.
+  auto own = std::make_shared<UniqueFd>(real::fcntl(a->fd, F_DUPFD_CLOEXEC, nullptr));
+  if (!*own) return -errno;
+  std::lock_guard flk(FenceDomain::mutex());
+  s->add_eventfd_locked(std::move(own), a->point, a->flags & DRM_SYNCOBJ_WAIT_FLAGS_WAIT_AVAILABLE);
   return 0;
 }
 

@@ -40,6 +40,7 @@ int drm_ioctl_syncobj_signal(DeviceFile &f, void *data);
 int drm_ioctl_syncobj_timeline_signal(DeviceFile &f, void *data);
 int drm_ioctl_syncobj_query(DeviceFile &f, void *data);
 int drm_ioctl_syncobj_transfer(DeviceFile &f, void *data);
+int drm_ioctl_syncobj_eventfd(DeviceFile &f, void *data);
 
 // amdgpu
 int amdgpu_ioctl_gem_create(DeviceFile &f, void *data);

@@ -8,6 +8,7 @@
 
 #include <cerrno>
 #include <map>
+#include <unordered_map>
 #include <vector>
 
 #include "core/emulator.h"
@@ -33,25 +34,56 @@ int create(uint32_t flags, const std::vector<udmabuf_create_item> &items) {
   }
   if (pages == 0) return -EINVAL;
 
-  // One handle per distinct memfd (by inode) keeps the pages alive as the kernel's pinning does.
+  // check_memfd_seals() and the size check are per item in the kernel, on a file it already holds;
+  // here each distinct fd number is looked at once per call (an fstat and F_GET_SEALS), so the
+  // cost per item is a lookup: a list of single pages of one memfd is the common shape. One handle
+  // per distinct memfd (by inode) keeps the pages alive as the kernel's pinning does.
+  struct FileInfo {
+    int error;  // 0, or what every item on this fd fails with
+    uint64_t size;
+    std::shared_ptr<UniqueFd> handle;
+  };
+  std::unordered_map<int, FileInfo> by_fd;
   std::map<std::pair<dev_t, ino_t>, std::shared_ptr<UniqueFd>> files;
-  std::vector<SegmentBacking::Segment> segments;
-  for (const auto &it : items) {
-    const int fd = static_cast<int>(it.memfd);
+  auto inspect = [&](int fd) -> const FileInfo & {
+    auto [it, fresh] = by_fd.try_emplace(fd, FileInfo{0, 0, nullptr});
+    if (!fresh) return it->second;
+    FileInfo &fi = it->second;
     struct stat st;
-    if (fd < 0 || real::fstat(fd, &st) != 0) return -EBADF;
-    // check_memfd_seals(): shmem files only, shrink-sealed, not write-sealed.
+    if (fd < 0 || real::fstat(fd, &st) != 0) {
+      fi.error = -EBADF;
+      return fi;
+    }
     const int seals = real::fcntl(fd, F_GET_SEALS, nullptr);
-    if (seals < 0) return -EBADFD;
-    if (!(seals & F_SEAL_SHRINK) || (seals & (F_SEAL_WRITE | F_SEAL_FUTURE_WRITE))) return -EINVAL;
-    if (it.offset + it.size < it.offset || it.offset + it.size > static_cast<uint64_t>(st.st_size))
-      return -EINVAL;
+    if (seals < 0) {
+      fi.error = -EBADFD;  // not shmem
+      return fi;
+    }
+    if (!(seals & F_SEAL_SHRINK) || (seals & (F_SEAL_WRITE | F_SEAL_FUTURE_WRITE))) {
+      fi.error = -EINVAL;
+      return fi;
+    }
+    // Shrink-sealed: the size can only grow, so the one read here bounds every item.
+    fi.size = static_cast<uint64_t>(st.st_size);
     auto &file = files[{st.st_dev, st.st_ino}];
     if (!file) {
       file = std::make_shared<UniqueFd>(real::fcntl(fd, F_DUPFD_CLOEXEC, nullptr));
-      if (!*file) return -errno;
+      if (!*file) fi.error = -errno;
     }
-    segments.push_back({file, it.offset, it.size});
+    fi.handle = file;
+    return fi;
+  };
+  std::vector<SegmentBacking::Segment> segments;
+  for (const auto &it : items) {
+    const FileInfo &fi = inspect(static_cast<int>(it.memfd));
+    if (fi.error) return fi.error;
+    if (it.offset + it.size < it.offset || it.offset + it.size > fi.size) return -EINVAL;
+    // Items that continue the previous piece of the same file are one mapping.
+    if (!segments.empty() && segments.back().file == fi.handle &&
+        segments.back().offset + segments.back().size == it.offset)
+      segments.back().size += it.size;
+    else
+      segments.push_back({fi.handle, it.offset, it.size});
   }
   // The fd handed out: a memfd of the right size (so lseek(SEEK_END) answers), whose mmap and
   // import the emulator redirects to the pieces.

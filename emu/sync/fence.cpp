@@ -4,16 +4,6 @@
 
 namespace rvgl::emu {
 
-std::mutex &FenceDomain::mutex() {
-  static std::mutex *m = new std::mutex;  // never destroyed: workers may run during exit()
-  return *m;
-}
-
-std::condition_variable &FenceDomain::cv() {
-  static std::condition_variable *c = new std::condition_variable;
-  return *c;
-}
-
 std::shared_ptr<Fence> Fence::create() {
   return std::make_shared<Fence>();
 }
@@ -57,8 +47,8 @@ void Fence::signal(int error) {
     signaled_ = true;
     error_ = error;
     cbs.swap(callbacks_);
+    waiters_.wake_all_locked();
   }
-  FenceDomain::notify();
   for (auto &cb : cbs)
     cb();
 }
@@ -86,7 +76,14 @@ void Fence::on_signal(std::function<void()> cb) {
 
 bool Fence::wait(Deadline d) const {
   std::unique_lock lk(FenceDomain::mutex());
-  return FenceDomain::wait_until(lk, d, [this] { return signaled_; });
+  // The caller holds a reference: no keep-alive needed.
+  return FenceDomain::wait_until(
+      lk, d, [this] { return signaled_; },
+      [this](Waiter &w) { w.subscribe_locked(waiters_, nullptr); });
+}
+
+void Fence::subscribe_locked(Waiter &w, const std::shared_ptr<Fence> &f) {
+  if (f && !f->signaled_) w.subscribe_locked(f->waiters_, f);
 }
 
 }  // namespace rvgl::emu

@@ -1,34 +1,17 @@
 // A dma_fence: signals once, optionally with an error. All fence and syncobj state shares one lock
-// and one condition variable (FenceDomain), so a waiter can sleep on any mix of fences, syncobj
-// points and "a point was submitted" without per-object plumbing, and fork() can quiesce it all.
+// (FenceDomain::mutex(), sync/wait_queue.h); a thread waiting for a fence sleeps on the fence's own
+// wait queue, so a signal wakes only its waiters.
 #pragma once
 
-#include <condition_variable>
 #include <functional>
 #include <memory>
 #include <mutex>
 #include <vector>
 
+#include "sync/wait_queue.h"
 #include "util/clock.h"
 
 namespace rvgl::emu {
-
-class FenceDomain {
- public:
-  static std::mutex &mutex();
-  static std::condition_variable &cv();
-  // Waits (the lock held by `lk`) until pred() or the deadline; returns pred().
-  template <typename Pred>
-  static bool wait_until(std::unique_lock<std::mutex> &lk, Deadline d, Pred pred) {
-    if (d == never()) {
-      cv().wait(lk, pred);
-      return true;
-    }
-    return cv().wait_until(lk, d, pred);
-  }
-  // Wakes every waiter (after a change made under the lock).
-  static void notify() { cv().notify_all(); }
-};
 
 class Fence {
  public:
@@ -46,13 +29,18 @@ class Fence {
   // Runs cb once the fence signals (immediately, on this thread, if it already has). Callbacks run
   // without the domain lock held.
   void on_signal(std::function<void()> cb);
+  // The same for a fence not yet signaled, with the domain lock held (cb runs later, unlocked).
+  void on_signal_locked(std::function<void()> cb) { callbacks_.push_back(std::move(cb)); }
   // True when signaled before the deadline.
   bool wait(Deadline d) const;
+  // Registers `w` to be woken when `f` signals (nothing if it has). Domain lock held.
+  static void subscribe_locked(Waiter &w, const std::shared_ptr<Fence> &f);
 
  private:
   bool signaled_ = false;
   int error_ = 0;
   std::vector<std::function<void()>> callbacks_;
+  mutable WaitQueue waiters_;
 };
 
 }  // namespace rvgl::emu

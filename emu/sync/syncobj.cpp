@@ -1,6 +1,9 @@
 #include "sync/syncobj.h"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <atomic>
 
 #include "core/counters.h"
 
@@ -17,7 +20,8 @@ void Syncobj::replace_locked(std::shared_ptr<Fence> fence) {
   points_.clear();
   signaled_floor_ = 0;
   if (fence) points_.push_back({0, std::move(fence)});
-  FenceDomain::notify();
+  run_eventfds_locked();
+  waiters_.wake_all_locked();
 }
 
 void Syncobj::add_point_locked(uint64_t point, std::shared_ptr<Fence> fence) {
@@ -25,7 +29,54 @@ void Syncobj::add_point_locked(uint64_t point, std::shared_ptr<Fence> fence) {
   // nodes before it are collected, as dma_fence_chain garbage-collects them.
   prune_locked();
   points_.push_back({point, std::move(fence)});
-  FenceDomain::notify();
+  run_eventfds_locked();
+  waiters_.wake_all_locked();
+}
+
+namespace {
+
+// eventfd_signal(): the counter goes up by one.
+void signal_eventfd(const UniqueFd &fd) {
+  const uint64_t one = 1;
+  if (fd) (void)!::write(fd.get(), &one, sizeof(one));
+}
+
+}  // namespace
+
+bool Syncobj::try_fire_locked(const EventfdEntry &e) const {
+  if (!available_locked(e.point)) return false;
+  std::vector<std::shared_ptr<Fence>> fences;
+  if (!e.available_only) fences = fences_for_locked(e.point);
+  std::erase_if(fences, [](const auto &f) { return f->is_signaled_locked(); });
+  if (fences.empty()) {
+    signal_eventfd(*e.fd);
+    return true;
+  }
+  // The entry now follows the fences the point stands for; a later replace does not move it
+  // (the kernel adds a callback to the fence it found).
+  auto left = std::make_shared<std::atomic<size_t>>(fences.size());
+  for (const auto &f : fences)
+    f->on_signal_locked([left, fd = e.fd] {
+      if (left->fetch_sub(1) == 1) signal_eventfd(*fd);
+    });
+  return true;
+}
+
+void Syncobj::run_eventfds_locked() {
+  std::erase_if(eventfds_, [this](const EventfdEntry &e) { return try_fire_locked(e); });
+}
+
+void Syncobj::add_eventfd_locked(std::shared_ptr<UniqueFd> fd, uint64_t point,
+                                 bool available_only) {
+  EventfdEntry e{std::move(fd), point, available_only};
+  if (!try_fire_locked(e)) eventfds_.push_back(std::move(e));
+}
+
+void Syncobj::subscribe_locked(Waiter &w, const std::shared_ptr<Syncobj> &s, uint64_t point) {
+  w.subscribe_locked(s->waiters_, s);
+  if (!s->available_locked(point)) return;
+  for (const auto &f : s->fences_for_locked(point))
+    Fence::subscribe_locked(w, f);
 }
 
 bool Syncobj::available_locked(uint64_t point) const {

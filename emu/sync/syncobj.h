@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "sync/fence.h"
+#include "util/unique_fd.h"
 
 namespace rvgl::emu {
 
@@ -27,8 +28,24 @@ class Syncobj {
   bool signaled_locked(uint64_t point) const;
   // DRM_IOCTL_SYNCOBJ_QUERY: the last signaled point, or with last_submitted the last point added.
   uint64_t query_locked(bool last_submitted);
+  // DRM_IOCTL_SYNCOBJ_EVENTFD: 1 is added to the eventfd `fd` (the emulator's own handle on it)
+  // once `point` is signalled, or once it exists with `available_only`; also when the point is
+  // submitted later. Dropped unsignalled with the syncobj, as drm_syncobj_free() does.
+  void add_eventfd_locked(std::shared_ptr<UniqueFd> fd, uint64_t point, bool available_only);
+  size_t pending_eventfds_locked() const { return eventfds_.size(); }
+  // Registers `w` on what a wait for `point` of `s` depends on: the syncobj (a point submitted or
+  // replaced) and, once the point exists, its unsignaled fences.
+  static void subscribe_locked(Waiter &w, const std::shared_ptr<Syncobj> &s, uint64_t point);
 
  private:
+  struct EventfdEntry {
+    std::shared_ptr<UniqueFd> fd;
+    uint64_t point;
+    bool available_only;
+  };
+  // syncobj_eventfd_entry_func(): false while the point has no fence yet.
+  bool try_fire_locked(const EventfdEntry &e) const;
+  void run_eventfds_locked();
   struct Point {
     uint64_t value;  // 0 for a binary fence
     std::shared_ptr<Fence> fence;
@@ -37,6 +54,8 @@ class Syncobj {
 
   std::vector<Point> points_;
   uint64_t signaled_floor_ = 0;  // points at or below it were pruned after signaling
+  std::vector<EventfdEntry> eventfds_;
+  WaitQueue waiters_;
 };
 
 }  // namespace rvgl::emu

@@ -1,17 +1,81 @@
 #include "util/proc_maps.h"
 
 #include <fcntl.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <cerrno>
 #include <cstdlib>
 #include <string>
 
 #include "interpose/real_libc.h"
+#include "util/unique_fd.h"
 
 namespace rvgl::emu {
 
+namespace {
+
+// PROCMAP_QUERY (Linux 6.11, include/uapi/linux/fs.h; fs/proc/task_mmu.c do_procmap_query): one
+// VMA looked up by address, as the kernel's own VMA walk does, whatever the size of the map.
+struct ProcmapQuery {
+  uint64_t size;
+  uint64_t query_flags;
+  uint64_t query_addr;
+  uint64_t vma_start;
+  uint64_t vma_end;
+  uint64_t vma_flags;
+  uint64_t vma_page_size;
+  uint64_t vma_offset;
+  uint64_t inode;
+  uint32_t dev_major;
+  uint32_t dev_minor;
+  uint32_t vma_name_size;
+  uint32_t build_id_size;
+  uint64_t vma_name_addr;
+  uint64_t build_id_addr;
+};
+static_assert(sizeof(ProcmapQuery) == 104);
+constexpr unsigned long kProcmapQuery = _IOWR('f', 17, ProcmapQuery);
+constexpr uint64_t kVmaReadable = 0x01, kVmaWritable = 0x02;
+
+std::atomic<bool> g_no_procmap_query{false};
+
+// 1: done (out filled), 0: the kernel has no PROCMAP_QUERY, -1: /proc/self/maps unreadable.
+int query_vmas(uint64_t addr, uint64_t len, std::vector<Vma> &out) {
+  // Opened per call: a cached fd could be closed behind our back, or be the parent's after fork.
+  UniqueFd fd(real::open("/proc/self/maps", O_RDONLY | O_CLOEXEC, 0));
+  if (!fd) return -1;
+  const uint64_t end = addr + len;
+  for (uint64_t at = addr; at < end;) {
+    ProcmapQuery q{};
+    q.size = sizeof(q);
+    q.query_addr = at;  // the VMA covering `at`, or ENOENT
+    if (real::ioctl(fd.get(), kProcmapQuery, &q) != 0) {
+      if (errno == ENOENT) return 1;  // a hole: the caller sees the gap
+      if (errno == ENOTTY || errno == EINVAL) {
+        g_no_procmap_query.store(true, std::memory_order_relaxed);
+        return 0;
+      }
+      return -1;
+    }
+    out.push_back(Vma{q.vma_start, q.vma_end, (q.vma_flags & kVmaReadable) != 0,
+                      (q.vma_flags & kVmaWritable) != 0, q.inode != 0});
+    at = q.vma_end;
+  }
+  return 1;
+}
+
+}  // namespace
+
 bool vmas_overlapping(uint64_t addr, uint64_t len, std::vector<Vma> &out) {
   out.clear();
+  if (!g_no_procmap_query.load(std::memory_order_relaxed)) {
+    const int r = query_vmas(addr, len, out);
+    if (r != 0) return r > 0;
+    out.clear();
+  }
+  // Older kernels: parse the text.
   const int fd = real::open("/proc/self/maps", O_RDONLY | O_CLOEXEC, 0);
   if (fd < 0) return false;
   std::string text;

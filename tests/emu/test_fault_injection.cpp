@@ -122,6 +122,9 @@ TEST_CASE("RVGL_EMU_RESET_JOB loses a job to an innocent reset, VRAM too if aske
 }
 
 TEST_CASE("RVGL_EMU_FAULT_VA makes a mapped address fault", "[fault-injection][acceptance]") {
+  // About the stopping behaviour (amdgpu.vm_fault_stop=2); the default is
+  // test_vm_fault_default.cpp.
+  Knob stop("RVGL_EMU_VM_FAULT_STOP", "2", "0");
   Ring r;
   const std::string va = std::to_string(r.buf.va + 8192);
   Knob k("RVGL_EMU_FAULT_VA", va, "");

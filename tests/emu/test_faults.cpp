@@ -1,5 +1,6 @@
-// Acceptance: a copy from an unmapped VA fails its job, marks the context guilty and is reported
-// through the VM fault query; a write into a read-only userptr faults.
+// Acceptance: with RVGL_EMU_VM_FAULT_STOP=2 (amdgpu.vm_fault_stop=2) a copy from an unmapped VA
+// fails its job, marks the context guilty and is reported through the VM fault query; a write into
+// a read-only userptr faults.
 #include <catch2/catch.hpp>
 
 #include "emu_test_support.h"
@@ -8,6 +9,9 @@ using namespace rvgl::emu_test;
 
 TEST_CASE("an access to an unmapped VA is a VM fault that blames the context",
           "[faults][acceptance]") {
+  // About the stopping behaviour (amdgpu.vm_fault_stop=2); the default is
+  // test_vm_fault_default.cpp.
+  Knob stop("RVGL_EMU_VM_FAULT_STOP", "2", "0");
   Fd fd = open_render();
   REQUIRE(fd.get() >= 0);
   GpuBuffer buf;
@@ -50,6 +54,9 @@ TEST_CASE("an access to an unmapped VA is a VM fault that blames the context",
 
 TEST_CASE("permissions of a mapping and of a read-only userptr are enforced",
           "[faults][acceptance]") {
+  // About the stopping behaviour (amdgpu.vm_fault_stop=2); the default is
+  // test_vm_fault_default.cpp.
+  Knob stop("RVGL_EMU_VM_FAULT_STOP", "2", "0");
   Fd fd = open_render();
   REQUIRE(fd.get() >= 0);
   GpuBuffer ibbuf;

@@ -7,6 +7,9 @@
 using namespace rvgl::emu_test;
 
 TEST_CASE("two fds on one node have separate handles and GPU VMs", "[isolation][acceptance]") {
+  // About the stopping behaviour (amdgpu.vm_fault_stop=2); the default is
+  // test_vm_fault_default.cpp.
+  Knob stop("RVGL_EMU_VM_FAULT_STOP", "2", "0");
   Fd a = open_render(), b = open_render();
   REQUIRE(a.get() >= 0);
   REQUIRE(b.get() >= 0);

@@ -189,6 +189,7 @@ TEST_CASE("an SDMA user queue counts its pointers and doorbell in bytes", "[user
 }
 
 TEST_CASE("a user queue that faults stops, and QUERY_STATUS says it is hung", "[userq]") {
+  Knob stop("RVGL_EMU_VM_FAULT_STOP", "2", "0");  // the stopping behaviour (vm_fault_stop=2)
   UserQueueSetup s;
   if (!(userq_ip_mask(s.fd.get()) & (1u << AMDGPU_HW_IP_COMPUTE))) return;
   rvgl_drm_amdgpu_userq_mqd_compute_gfx11 mqd{s.meta.va};

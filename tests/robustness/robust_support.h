@@ -3,6 +3,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <thread>
@@ -20,11 +21,12 @@ inline rvgl_emu_counters emu_counters() {
   return c;
 }
 
-// Sets an emulator knob for a scope; restores `restore` after.
+// Sets an emulator knob for a scope; restores `restore` after (by default what the suite's
+// environment set, else 0).
 class ScopedKnob {
  public:
-  ScopedKnob(const char *name, const std::string &value, const char *restore = "0")
-      : name_(name), restore_(restore) {
+  ScopedKnob(const char *name, const std::string &value, const char *restore = nullptr)
+      : name_(name), restore_(restore ? restore : (std::getenv(name) ? std::getenv(name) : "0")) {
     ok_ = rvgl_emu_set_knob(name, value.c_str()) == 0;
   }
   ~ScopedKnob() { rvgl_emu_set_knob(name_.c_str(), restore_.c_str()); }

@@ -208,7 +208,7 @@ void fault_queues(Guest &g, bool drain, std::vector<rvgl_event> *seen) {
 
 TEST_CASE("each of 80 faulting queues gives exactly one VM_FAULT and one guilty reset, 200 times",
           "[robust][events]") {
-  ScopedKnob stop("RVGL_EMU_VM_FAULT_STOP", "2", "0");  // the fault fails its job (see emu/README)
+  ScopedKnob stop("RVGL_EMU_VM_FAULT_STOP", "2");  // the fault fails its job (see emu/README)
   for (int run = 0; run < kRuns; ++run) {
     INFO("run " << run);
     Guest g(100 + run);
@@ -230,7 +230,7 @@ TEST_CASE("each of 80 faulting queues gives exactly one VM_FAULT and one guilty 
 
 TEST_CASE("the event ring overflows without blocking and counts exactly what it dropped",
           "[robust][events]") {
-  ScopedKnob stop("RVGL_EMU_VM_FAULT_STOP", "2", "0");
+  ScopedKnob stop("RVGL_EMU_VM_FAULT_STOP", "2");
   for (int run = 0; run < kRuns; ++run) {
     INFO("run " << run);
     Guest g(1000 + run);
@@ -249,7 +249,7 @@ TEST_CASE("with vm_fault_stop=0 a fault that did not fail its job is still one V
           "[robust][events]") {
   // The kernel's default: the faulting access is dropped, the job completes, only the VM's fault
   // cache knows (amdgpu_vm_update_fault_cache). Nothing is lost, reset or hung.
-  ScopedKnob mode("RVGL_EMU_VM_FAULT_STOP", "0", "0");
+  ScopedKnob mode("RVGL_EMU_VM_FAULT_STOP", "0");
   REQUIRE(mode.ok());
   for (int run = 0; run < kRuns; ++run) {
     INFO("run " << run);
