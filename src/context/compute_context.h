@@ -94,6 +94,7 @@ class ComputeContext {
   ContextStats stats() const;
   const FenceDelivery &fences() const { return *delivery_; }
   const QueueHealth &health() const { return *health_; }
+  const CompletionEngine &completion_engine() const { return *engine_; }
   const EventRing &events() const { return events_; }
   uint64_t bo_list_updates() const { return memory_->bo_list_updates(); }
   // Every kernel queue's last submitted point not yet known reached (work_snapshot.cpp): what a
@@ -105,7 +106,7 @@ class ComputeContext {
  private:
   struct Queue {
     std::shared_ptr<KernelQueue> kernel;  // shared with its watch and the health owner
-    std::shared_ptr<UserQueue> user;  // shared with the health owner
+    std::shared_ptr<UserQueue> user;      // shared with the health owner
     uint32_t ring_idx = 0;
     std::unique_ptr<QueueWatch> watch;  // kernel queues: the completion engine's view of it
     uint64_t watch_id = 0;

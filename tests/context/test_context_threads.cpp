@@ -4,6 +4,7 @@
 
 #include <dirent.h>
 
+#include <cstdlib>
 #include <memory>
 #include <vector>
 
@@ -36,6 +37,9 @@ TEST_CASE("host threads: 256 idle contexts have as many as one", "[context][thre
   REQUIRE(r == 0);
   const int one = thread_count();
   CHECK(CompletionEngine::threads_running() == 1);
+  // The kernel's eventfd path where it has SYNCOBJ_EVENTFD, the one-wait path where it has not.
+  CHECK(ctx.back()->ctx().completion_engine().uses_eventfd() ==
+        (std::getenv("RVGL_EMU_NO_SYNCOBJ_EVENTFD") == nullptr));
   for (uint32_t id = 2; id <= 256; ++id) {
     ctx.push_back(std::make_unique<ContextHarness>(test_config(), (id & 1) != 0, id));
     ctx.back()->create_shmem();

@@ -270,7 +270,8 @@ TEST_CASE("with vm_fault_stop=0 a fault that did not fail its job is still one V
       REQUIRE(more.size() == 1);
       REQUIRE(more[0].type == RVGL_EVENT_VM_FAULT);
       REQUIRE(more[0].queue == q);
-      REQUIRE((more[0].payload[0] & ~0xfffull) == ((g.va + (1ull << 31) + i * 0x10000) & ~0xfffull));
+      REQUIRE((more[0].payload[0] & ~0xfffull) ==
+              ((g.va + (1ull << 31) + i * 0x10000) & ~0xfffull));
       ev.insert(ev.end(), more.begin(), more.end());
       REQUIRE(g.h.queue_destroy(q) == 0);
     }
