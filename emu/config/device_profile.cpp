@@ -73,6 +73,10 @@ constexpr DeviceProfile kProfiles[] = {
         .vram_mib = 24576,  // 24 GiB GDDR6, 384-bit
         .gtt_mib = 16384,
         .visible_vram_mib = 24576,  // resizable BAR
+        // Representative of a headless RX 7900 XTX after boot (PSP TMR, discovery and firmware
+        // reservations, GART table, MES/CSA); nothing keys off the exact value.
+        .vram_pinned_mib = 64,
+        .gtt_pinned_mib = 2,
         .vram_type = AMDGPU_VRAM_TYPE_GDDR6,
         .vram_bit_width = 384,
         .ids_flags = AMDGPU_IDS_FLAGS_PREEMPTION,
@@ -134,6 +138,9 @@ constexpr DeviceProfile kProfiles[] = {
         .vram_mib = 196608,  // 192 GiB HBM3, 8192-bit
         .gtt_mib = 65536,
         .visible_vram_mib = 196608,
+        // Representative of an MI300X in SPX mode (eight XCCs' firmware and MES areas).
+        .vram_pinned_mib = 192,
+        .gtt_pinned_mib = 8,
         .vram_type = AMDGPU_VRAM_TYPE_HBM,
         .vram_bit_width = 8192,
         .ids_flags = 0,

@@ -58,6 +58,9 @@ struct DeviceProfile {
   uint64_t min_engine_clock_khz, max_engine_clock_khz, min_memory_clock_khz, max_memory_clock_khz;
   uint32_t gpu_counter_freq_khz;
   uint64_t vram_mib, gtt_mib, visible_vram_mib;
+  // What the kernel keeps pinned for itself after boot (firmware, GART table, rings; in visible
+  // VRAM) and in GTT: INFO VRAM_GTT / MEMORY subtract it (adev->vram_pin_size, gart_pin_size).
+  uint64_t vram_pinned_mib, gtt_pinned_mib;
   uint32_t vram_type, vram_bit_width;
   uint64_t ids_flags;
   uint32_t tcp_cache_kib, sqc_data_cache_kib, sqc_inst_cache_kib, gl1c_cache_kib, gl2c_cache_kib;
