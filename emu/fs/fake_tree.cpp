@@ -24,7 +24,7 @@ using fast::kPciRoot;
 constexpr int kFirstBus = 0xc1;
 
 constexpr const char *kFixedPrefixes[] = {"/dev/dri", "/dev/udmabuf", "/sys/class/drm",
-                                          "/sys/bus/pci/drivers/amdgpu"};
+                                          "/sys/bus/pci/drivers/amdgpu", "/sys/bus/pci/rescan"};
 
 bool has_prefix(const char *path, const std::string_view prefix) {
   if (std::strncmp(path, prefix.data(), prefix.size()) != 0) return false;
@@ -147,6 +147,10 @@ FakeTree::FakeTree(std::string root, const Config &cfg)
     : root_(std::move(root)),
       dri_dir_(root_ + "/dev/dri"),
       devices_(cfg.devices),
+      vram_bytes_(cfg.vram()),
+      gtt_bytes_(cfg.gtt()),
+      profile_(cfg.profile),
+      removed_(cfg.devices, false),
       owner_pid_(getpid()) {
   for (uint32_t i = 0; i < devices_; ++i) {
     prefixes_.push_back(std::string(kPciRoot) + "/" + pci_slot(static_cast<int>(i)));
@@ -175,9 +179,18 @@ bool FakeTree::build(const Config &cfg) {
   // drm_sysfs.c: the class's version attribute.
   if (!write_text(sys + "/class/drm/version", "drm 1.1.0 20060810\n")) return false;
 
+  // The bus's rescan attribute (pci-sysfs.c bus_attr_rescan), and where absorbed writes go.
+  if (!write_text(sys + "/bus/pci/rescan", "", 0200) || !make_dirs(root_ + "/absorbed"))
+    return false;
+  for (uint32_t i = 0; i < devices_; ++i)
+    if (!build_device(p, static_cast<int>(i))) return false;
+  return true;
+}
+
+bool FakeTree::build_device(const DeviceProfile &p, int dev) {
+  const std::string sys = root_ + "/sys";
   const std::string root_port = root_ + kPciRoot;
-  for (uint32_t i = 0; i < devices_; ++i) {
-    const int dev = static_cast<int>(i);
+  {
     const std::string slot = pci_slot(dev);
     const std::string devdir = root_port + "/" + slot;
     const std::string card = "card" + std::to_string(dev);
@@ -220,8 +233,9 @@ bool FakeTree::build(const Config &cfg) {
               write_text(devdir + "/revision", hex(p.pci_revision, 2)) &&
               write_text(devdir + "/class", classbuf) &&
               write_text(devdir + "/numa_node", "-1\n") && write_text(devdir + "/enable", "1\n") &&
-              write_text(devdir + "/mem_info_vram_total", std::to_string(cfg.vram()) + "\n") &&
-              write_text(devdir + "/mem_info_gtt_total", std::to_string(cfg.gtt()) + "\n") &&
+              write_text(devdir + "/mem_info_vram_total", std::to_string(vram_bytes_) + "\n") &&
+              write_text(devdir + "/mem_info_gtt_total", std::to_string(gtt_bytes_) + "\n") &&
+              write_text(devdir + "/remove", "", 0200) &&
               ::symlink("../../../../bus/pci", (devdir + "/subsystem").c_str()) == 0 &&
               ::symlink("../../../../bus/pci/drivers/amdgpu", (devdir + "/driver").c_str()) == 0;
     if (!ok) return false;
@@ -260,6 +274,62 @@ bool FakeTree::build(const Config &cfg) {
     if (!ok) return false;
   }
   return true;
+}
+
+void FakeTree::remove_device(int dev) {
+  if (dev < 0 || dev >= static_cast<int>(devices_) || removed_[dev]) return;
+  removed_[dev] = true;
+  const std::string sys = root_ + "/sys";
+  const std::string slot = pci_slot(dev);
+  const std::string card = "card" + std::to_string(dev);
+  const std::string render = "renderD" + std::to_string(kRenderMinorBase + dev);
+  for (const std::string &link :
+       {dri_dir_ + "/" + card, dri_dir_ + "/" + render, dri_dir_ + "/by-path/pci-" + slot + "-card",
+        dri_dir_ + "/by-path/pci-" + slot + "-render", sys + "/class/drm/" + card,
+        sys + "/class/drm/" + render, sys + "/dev/char/226:" + std::to_string(dev),
+        sys + "/dev/char/226:" + std::to_string(kRenderMinorBase + dev),
+        sys + "/bus/pci/devices/" + slot, sys + "/bus/pci/drivers/amdgpu/" + slot})
+    ::unlink(link.c_str());
+  remove_tree(root_ + kPciRoot + "/" + slot);
+}
+
+int FakeTree::rescan() {
+  int back = 0;
+  for (uint32_t i = 0; i < devices_; ++i) {
+    if (!removed_[i]) continue;
+    if (!build_device(*profile_, static_cast<int>(i))) continue;
+    removed_[i] = false;
+    ++back;
+  }
+  return back;
+}
+
+bool FakeTree::present(int dev) const {
+  return dev >= 0 && dev < static_cast<int>(devices_) && !removed_[dev];
+}
+
+FakeTree::Attribute FakeTree::attribute_at(const std::string &real_path, int &device) const {
+  if (real_path == root_ + "/sys/bus/pci/rescan") return Attribute::Rescan;
+  char buf[PATH_MAX];
+  if (!real::realpath(real_path.c_str(), buf)) return Attribute::None;
+  const std::string_view r = buf;
+  const std::string port = root_ + kPciRoot + "/";
+  if (!r.starts_with(port) || !r.ends_with("/remove")) return Attribute::None;
+  const std::string_view slot = r.substr(port.size(), r.size() - port.size() - 7);
+  for (uint32_t i = 0; i < devices_; ++i)
+    if (slot == pci_slot(static_cast<int>(i))) {
+      device = static_cast<int>(i);
+      return Attribute::Remove;
+    }
+  return Attribute::None;
+}
+
+std::string FakeTree::absorb_path(std::string_view public_path) const {
+  std::string name;
+  for (char c : public_path)
+    name += (c == '/') ? '!' : c;
+  if (name.size() > 200) name.resize(200);
+  return root_ + "/absorbed/" + name;
 }
 
 bool FakeTree::rewrite(const char *path, std::string &out) const {
