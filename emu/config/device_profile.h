@@ -44,7 +44,6 @@ struct UserqAreas {
 struct DeviceProfile {
   std::string_view name;     // RVGL_EMU_PROFILE value
   std::string_view aliases;  // comma separated
-  std::string_view marketing_name;
 
   uint16_t pci_vendor, pci_device, pci_subvendor, pci_subdevice;
   uint8_t pci_revision;
@@ -52,6 +51,9 @@ struct DeviceProfile {
 
   uint32_t family, chip_rev, external_rev;
   uint32_t default_xccs;
+  // The part can be split into compute partitions (amdgpu_xcp.c): sysfs then reports the mode
+  // and each partition's XCCs (device/compute_partition_config/xcc/num_inst).
+  bool partitionable;
   uint32_t shader_engines_per_xcc, shader_arrays_per_engine, cus_per_array_per_xcc;
   uint32_t active_cus_per_xcc;  // what DEV_INFO cu_active_number counts (harvested parts)
   uint32_t wave_front_size, num_rb_pipes_per_xcc, num_tcc_blocks, num_hw_gfx_contexts;

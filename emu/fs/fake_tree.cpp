@@ -149,6 +149,7 @@ FakeTree::FakeTree(std::string root, const Config &cfg)
       devices_(cfg.devices),
       vram_bytes_(cfg.vram()),
       gtt_bytes_(cfg.gtt()),
+      xccs_(cfg.xcc_count()),
       profile_(cfg.profile),
       removed_(cfg.devices, false),
       owner_pid_(getpid()) {
@@ -185,6 +186,32 @@ bool FakeTree::build(const Config &cfg) {
   for (uint32_t i = 0; i < devices_; ++i)
     if (!build_device(p, static_cast<int>(i))) return false;
   return true;
+}
+
+// A partitionable part describes its compute partitioning the way amdgpu does: the mode in
+// amdgpu_gfx.c's current_compute_partition / available_compute_partition, and amdgpu_xcp.c's
+// compute_partition_config (xcp_config, supported_xcp_configs, and per resource the instances
+// of one partition: xcc/num_inst, dma/num_inst, num_shared). The mode follows from the XCCs per
+// node: all of them SPX, half DPX, a quarter QPX, one CPX.
+bool FakeTree::write_partition_attributes(const DeviceProfile &p, const std::string &devdir) {
+  if (!p.partitionable) return true;
+  const uint32_t all = p.default_xccs;
+  const char *mode = xccs_ == all       ? "SPX"
+                     : xccs_ * 2 == all ? "DPX"
+                     : xccs_ * 4 == all ? "QPX"
+                     : xccs_ == 1       ? "CPX"
+                                        : "UNKNOWN";
+  const std::string cfgdir = devdir + "/compute_partition_config";
+  const uint32_t sdma = p.sdma_rings_per_xcc ? p.sdma.rings * xccs_ : p.sdma.rings;
+  return make_dirs(cfgdir + "/xcc") && make_dirs(cfgdir + "/dma") &&
+         write_text(devdir + "/current_compute_partition", std::string(mode) + "\n") &&
+         write_text(devdir + "/available_compute_partition", "SPX, DPX, QPX, CPX\n") &&
+         write_text(cfgdir + "/xcp_config", std::string(mode) + "\n") &&
+         write_text(cfgdir + "/supported_xcp_configs", "SPX, DPX, QPX, CPX\n") &&
+         write_text(cfgdir + "/xcc/num_inst", std::to_string(xccs_) + "\n") &&
+         write_text(cfgdir + "/xcc/num_shared", "0\n") &&
+         write_text(cfgdir + "/dma/num_inst", std::to_string(sdma) + "\n") &&
+         write_text(cfgdir + "/dma/num_shared", "0\n");
 }
 
 bool FakeTree::build_device(const DeviceProfile &p, int dev) {
@@ -238,7 +265,7 @@ bool FakeTree::build_device(const DeviceProfile &p, int dev) {
               write_text(devdir + "/remove", "", 0200) &&
               ::symlink("../../../../bus/pci", (devdir + "/subsystem").c_str()) == 0 &&
               ::symlink("../../../../bus/pci/drivers/amdgpu", (devdir + "/driver").c_str()) == 0;
-    if (!ok) return false;
+    if (!ok || !write_partition_attributes(p, devdir)) return false;
 
     // The DRM minors (drivers/gpu/drm/drm_sysfs.c): uevent, dev, subsystem and device links.
     for (const auto &[name, minor] :

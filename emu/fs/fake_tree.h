@@ -69,11 +69,13 @@ class FakeTree {
   FakeTree(std::string root, const Config &cfg);
   bool build(const Config &cfg);
   bool build_device(const DeviceProfile &p, int dev);
+  bool write_partition_attributes(const DeviceProfile &p, const std::string &devdir);
 
   std::string root_;
   std::string dri_dir_;  // root_ + "/dev/dri"
   uint32_t devices_ = 0;
   uint64_t vram_bytes_ = 0, gtt_bytes_ = 0;
+  uint32_t xccs_ = 1;
   const DeviceProfile *profile_ = nullptr;
   std::vector<bool> removed_;
   pid_t owner_pid_ = 0;

@@ -362,3 +362,59 @@ TEST_CASE("PM4 register state is absorbed; a dispatch fails the job like a hang"
   CHECK(wait_cs(fd.get(), ctx2, AMDGPU_HW_IP_COMPUTE, 0, seq, abs_timeout_ms(5000)) == -ETIME);
   CHECK(compute_job(fd.get(), ctx2, ibs, 0, ib, &seq) == -ECANCELED);
 }
+
+// amdgpu_xcp.c / amdgpu_gfx.c: a partitionable part reports its mode and each partition's XCCs
+// in sysfs; DEV_INFO's count covers the node's XCCs while its bitmap holds XCC 0.
+TEST_CASE("compute partitions are described as amdgpu's sysfs does", "[kernel][partition]") {
+  auto read_text = [](const std::string &path) {
+    std::string out;
+    if (FILE *f = fopen(path.c_str(), "re")) {
+      char buf[64] = {};
+      if (fgets(buf, sizeof(buf), f)) out = buf;
+      fclose(f);
+    }
+    return out;
+  };
+  auto xcc_bits = [](int fd, uint32_t &count) {
+    rvgl_drm_amdgpu_info_device di{};
+    REQUIRE(query_info(fd, AMDGPU_INFO_DEV_INFO, &di, sizeof(di)) == 0);
+    uint32_t bits = 0;
+    for (auto &row : di.base.cu_bitmap)
+      for (uint32_t cell : row)
+        bits += std::bitset<32>(cell).count();
+    count = di.base.cu_active_number;
+    return bits;
+  };
+  const std::string dev = "/sys/class/drm/renderD128/device/";
+  const std::string num_inst = read_text(dev + "compute_partition_config/xcc/num_inst");
+  Fd fd = open_render();
+  REQUIRE(fd.get() >= 0);
+  uint32_t count = 0;
+  const uint32_t bits = xcc_bits(fd.get(), count);
+  if (num_inst.empty()) {
+    // No partitions: one XCC, and no partition attributes at all.
+    CHECK(count == bits);
+    CHECK(read_text(dev + "current_compute_partition").empty());
+    return;
+  }
+  const uint32_t xccs = static_cast<uint32_t>(std::stoul(num_inst));
+  CHECK(count == bits * xccs);
+  CHECK(read_text(dev + "compute_partition_config/xcp_config") ==
+        read_text(dev + "current_compute_partition"));
+  CHECK(read_text(dev + "available_compute_partition") == "SPX, DPX, QPX, CPX\n");
+  fd.reset();
+  // Fewer XCCs per node: a partitioned mode, which the node then describes.
+  for (const auto &[per_node, mode] :
+       {std::pair{xccs / 2, "DPX\n"}, std::pair{xccs / 4, "QPX\n"}, std::pair{1u, "CPX\n"}}) {
+    Knob k("RVGL_EMU_XCCS", std::to_string(per_node), "0");
+    REQUIRE(k.rc() == 0);
+    CHECK(read_text(dev + "current_compute_partition") == mode);
+    CHECK(read_text(dev + "compute_partition_config/xcc/num_inst") ==
+          std::to_string(per_node) + "\n");
+    Fd part = open_render();
+    REQUIRE(part.get() >= 0);
+    uint32_t part_count = 0;
+    CHECK(xcc_bits(part.get(), part_count) == bits);
+    CHECK(part_count == bits * per_node);
+  }
+}
