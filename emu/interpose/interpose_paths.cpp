@@ -114,11 +114,16 @@ int do_access(const char *path, int mode) {
   return real::access(path, mode);
 }
 
+// A loop, not strchr: see path_has_prefix.
+bool fopen_mode_writes(const char *mode) {
+  for (; mode && *mode; ++mode)
+    if (*mode == 'w' || *mode == 'a' || *mode == '+') return true;
+  return false;
+}
+
 FILE *do_fopen(const char *path, const char *mode) {
   if (fast::path_maybe_emulated(path)) return ops::fopen_path(path, mode);
-  if (mode &&
-      (__builtin_strchr(mode, 'w') || __builtin_strchr(mode, 'a') || __builtin_strchr(mode, '+')))
-    return ops::fopen_for_write(path, mode);
+  if (fopen_mode_writes(mode)) return ops::fopen_for_write(path, mode);
   return real::fopen(path, mode);
 }
 
