@@ -101,24 +101,31 @@ bool absolute(int dirfd, const char *path, std::string &out) {
   return true;
 }
 
-// Where path really lands: symlinks resolved as far as the file system has them. A path inside
-// the tree (reached through a tree directory fd or a link) comes back in its public spelling.
-std::string canonical(const std::string &abs, bool follow) {
+// Realpath of `norm`, or of its directory plus the last name when the file does not exist (or
+// when the last name is not to be followed); `norm` itself when neither resolves.
+std::string resolve(const std::string &norm, bool follow) {
   char buf[PATH_MAX];
-  const std::string norm = normalise(abs);
   const size_t slash = norm.find_last_of('/');
   const std::string dir = slash == 0 ? "/" : norm.substr(0, slash), base = norm.substr(slash + 1);
-  std::string out = norm;
-  if (follow && real::realpath(norm.c_str(), buf))
-    out = buf;
-  else if (real::realpath(dir.c_str(), buf))
-    out = normalise(std::string(buf) + "/" + base);
+  if (follow && real::realpath(norm.c_str(), buf)) return buf;
+  if (real::realpath(dir.c_str(), buf)) return normalise(std::string(buf) + "/" + base);
+  return norm;
+}
+
+// Where path really lands, in its public spelling: an emulated path is resolved inside the tree
+// (its links lead to tree paths, never to a real device of the machine), anything else on the
+// host's file system; a host path that leads into the tree (a tree directory's fd) maps back.
+std::string canonical(const std::string &abs, bool follow) {
+  const std::string norm = normalise(abs);
+  std::string in_tree;
+  const bool emulated = rewrite_path(norm.c_str(), in_tree);
+  const std::string out = resolve(emulated ? in_tree : norm, follow);
   if (Emulator *e = Emulator::peek()) {
     std::lock_guard lk(e->mutex());
     std::string pub;
-    if (FakeTree *t = e->tree_locked(); t && t->to_public(out, pub)) out = pub;
+    if (FakeTree *t = e->tree_locked(); t && t->to_public(out, pub)) return pub;
   }
-  return out;
+  return emulated ? norm : out;
 }
 
 bool under(const std::string &p, const char *prefix) {
