@@ -4,7 +4,7 @@ set -euo pipefail
 
 packages=(
   build-essential pkg-config meson ninja-build clang libclang-rt-14-dev libfuzzer-14-dev
-  libdrm-dev libvirglrenderer-dev virgl-server mesa-vulkan-drivers
+  libdrm-dev libvirglrenderer-dev virgl-server mesa-vulkan-drivers libvulkan-dev
   libegl1 libegl-mesa0 libgl1-mesa-dri  # software EGL: the VIRGL2 (vrend) test beside ROCM
   catch2 libbenchmark-dev nlohmann-json3-dev libcli11-dev libfmt-dev libpng-dev
   gnuplot-nox valgrind python3 procps

@@ -44,7 +44,6 @@ constexpr DeviceProfile kProfiles[] = {
     {
         .name = "gfx1100",
         .aliases = "rdna3,navi31,gfx11",
-        .marketing_name = "AMD Radeon RX 7900 XTX",
         // PCI 1002:744C revision C8 = RX 7900 XTX (libdrm data/amdgpu.ids).
         .pci_vendor = 0x1002,
         .pci_device = 0x744c,
@@ -56,6 +55,7 @@ constexpr DeviceProfile kProfiles[] = {
         .chip_rev = 0x00,
         .external_rev = 0x01,  // soc21.c: GC 11.0.0 external_rev_id = rev_id + 0x1
         .default_xccs = 1,
+        .partitionable = false,
         // Navi31: 6 shader engines x 2 shader arrays x 8 CUs = 96 CUs, wave32.
         .shader_engines_per_xcc = 6,
         .shader_arrays_per_engine = 2,
@@ -73,6 +73,10 @@ constexpr DeviceProfile kProfiles[] = {
         .vram_mib = 24576,  // 24 GiB GDDR6, 384-bit
         .gtt_mib = 16384,
         .visible_vram_mib = 24576,  // resizable BAR
+        // Representative of a headless RX 7900 XTX after boot (PSP TMR, discovery and firmware
+        // reservations, GART table, MES/CSA); nothing keys off the exact value.
+        .vram_pinned_mib = 64,
+        .gtt_pinned_mib = 2,
         .vram_type = AMDGPU_VRAM_TYPE_GDDR6,
         .vram_bit_width = 384,
         .ids_flags = AMDGPU_IDS_FLAGS_PREEMPTION,
@@ -105,7 +109,6 @@ constexpr DeviceProfile kProfiles[] = {
     {
         .name = "gfx942",
         .aliases = "cdna3,mi300x,gfx9.4.3",
-        .marketing_name = "AMD Instinct MI300X",
         // PCI 1002:74A1 revision 00 = MI300X (libdrm data/amdgpu.ids).
         .pci_vendor = 0x1002,
         .pci_device = 0x74a1,
@@ -118,6 +121,7 @@ constexpr DeviceProfile kProfiles[] = {
         .external_rev = 0x46,
         // MI300X in SPX mode: 8 XCDs (XCCs), 38 active CUs each = 304 CUs, wave64.
         .default_xccs = 8,
+        .partitionable = true,
         .shader_engines_per_xcc = 4,
         .shader_arrays_per_engine = 1,
         .cus_per_array_per_xcc = 10,
@@ -134,6 +138,9 @@ constexpr DeviceProfile kProfiles[] = {
         .vram_mib = 196608,  // 192 GiB HBM3, 8192-bit
         .gtt_mib = 65536,
         .visible_vram_mib = 196608,
+        // Representative of an MI300X in SPX mode (eight XCCs' firmware and MES areas).
+        .vram_pinned_mib = 192,
+        .gtt_pinned_mib = 8,
         .vram_type = AMDGPU_VRAM_TYPE_HBM,
         .vram_bit_width = 8192,
         .ids_flags = 0,

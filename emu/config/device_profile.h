@@ -44,7 +44,6 @@ struct UserqAreas {
 struct DeviceProfile {
   std::string_view name;     // RVGL_EMU_PROFILE value
   std::string_view aliases;  // comma separated
-  std::string_view marketing_name;
 
   uint16_t pci_vendor, pci_device, pci_subvendor, pci_subdevice;
   uint8_t pci_revision;
@@ -52,12 +51,18 @@ struct DeviceProfile {
 
   uint32_t family, chip_rev, external_rev;
   uint32_t default_xccs;
+  // The part can be split into compute partitions (amdgpu_xcp.c): sysfs then reports the mode
+  // and each partition's XCCs (device/compute_partition_config/xcc/num_inst).
+  bool partitionable;
   uint32_t shader_engines_per_xcc, shader_arrays_per_engine, cus_per_array_per_xcc;
   uint32_t active_cus_per_xcc;  // what DEV_INFO cu_active_number counts (harvested parts)
   uint32_t wave_front_size, num_rb_pipes_per_xcc, num_tcc_blocks, num_hw_gfx_contexts;
   uint64_t min_engine_clock_khz, max_engine_clock_khz, min_memory_clock_khz, max_memory_clock_khz;
   uint32_t gpu_counter_freq_khz;
   uint64_t vram_mib, gtt_mib, visible_vram_mib;
+  // What the kernel keeps pinned for itself after boot (firmware, GART table, rings; in visible
+  // VRAM) and in GTT: INFO VRAM_GTT / MEMORY subtract it (adev->vram_pin_size, gart_pin_size).
+  uint64_t vram_pinned_mib, gtt_pinned_mib;
   uint32_t vram_type, vram_bit_width;
   uint64_t ids_flags;
   uint32_t tcp_cache_kib, sqc_data_cache_kib, sqc_inst_cache_kib, gl1c_cache_kib, gl2c_cache_kib;

@@ -35,6 +35,8 @@ class Context {
   std::atomic<uint64_t> jobs_submitted{0};
 
   // The rest is guarded by the emulator state lock.
+  // amdgpu_ctx.c reset_counter_query: the device reset counter the last QUERY_STATE (v1) saw.
+  uint32_t reset_counter_query = 0;
   uint32_t stable_pstate = 0;  // AMDGPU_CTX_STABLE_PSTATE_*
   // Assigns the next sequence number of the entity and remembers its fence.
   uint64_t add_fence(const EntityKey &key, std::shared_ptr<Fence> fence);

@@ -1,6 +1,10 @@
 // The compute/GFX command processor: PM4 type-3 packets, each translated through the job's VM.
+#include <unistd.h>
+
+#include <cstdio>
 #include <vector>
 
+#include "core/runtime_knobs.h"
 #include "exec/exec_context.h"
 #include "exec/pm4_packets.h"
 #include "util/clock.h"
@@ -77,7 +81,9 @@ ExecStatus dma_data(ExecContext &cx, const uint32_t *b, size_t body) {
   const uint32_t src_sel = dma_data_src_sel(ctl), dst_sel = dma_data_dst_sel(ctl);
   const uint64_t src = addr64(b[1], b[2]), dst = addr64(b[3], b[4]);
   const uint64_t bytes = cmd & kDmaDataByteCountMask;
-  if (src_sel == SEL_GDS || dst_sel == SEL_GDS || dst_sel == 2) return ExecStatus::Illegal;
+  if (src_sel == SEL_GDS || dst_sel == SEL_GDS) return ExecStatus::Illegal;
+  // DST_SEL NOWHERE (sid.h V_411_NOWHERE): a prefetch into L2 (RADV's cp_dma_prefetch).
+  if (dst_sel == SEL_NOWHERE) return ExecStatus::Ok;
   if (bytes == 0 || (cmd & kDmaDataDas)) return ExecStatus::Ok;  // nothing, or a register target
   if (src_sel == SEL_DATA) {
     if (cmd & kDmaDataDaic) return cx.mem.write32(dst, b[1]) ? ExecStatus::Ok : ExecStatus::Fault;
@@ -95,6 +101,54 @@ ExecStatus dma_data(ExecContext &cx, const uint32_t *b, size_t body) {
     return ExecStatus::Ok;
   }
   return cx.mem.copy(dst, src, bytes) ? ExecStatus::Ok : ExecStatus::Fault;
+}
+
+// COPY_DATA between memory, immediates and the GPU clock. A register destination is a register
+// write (absorbed); a register, counter or GDS source has no value to give here.
+ExecStatus copy_data(ExecContext &cx, const uint32_t *b, size_t body) {
+  if (body < 5) return ExecStatus::Illegal;
+  const uint32_t ctl = b[0];
+  const bool wide = ctl & kCopyDataCount64;
+  const uint32_t dst_sel = copy_data_dst_sel(ctl);
+  if (dst_sel == COPY_REG || dst_sel == COPY_PERF) return ExecStatus::Ok;
+  if (dst_sel != DST_MEM_GRBM && dst_sel != COPY_TC_L2 && dst_sel != COPY_DST_MEM)
+    return ExecStatus::Illegal;
+  uint64_t value = 0;
+  switch (copy_data_src_sel(ctl)) {
+    case COPY_IMM:
+      value = wide ? addr64(b[1], b[2]) : b[1];
+      break;
+    case COPY_SRC_MEM:
+    case COPY_TC_L2: {
+      const uint64_t src = addr64(b[1], b[2]);
+      if (src & (wide ? 7 : 3)) return ExecStatus::Illegal;
+      if (wide) {
+        if (!cx.mem.read(src, &value, 8)) return ExecStatus::Fault;
+      } else {
+        uint32_t v32;
+        if (!cx.mem.read32(src, v32)) return ExecStatus::Fault;
+        value = v32;
+      }
+      break;
+    }
+    case COPY_TIMESTAMP:
+      value = gpu_clock_ticks();
+      break;
+    default:
+      return ExecStatus::Illegal;
+  }
+  const uint64_t dst = addr64(b[3], b[4]);
+  if (dst & (wide ? 7 : 3)) return ExecStatus::Illegal;
+  const bool ok = wide ? cx.mem.write64(dst, value) : cx.mem.write32(dst, uint32_t(value));
+  return ok ? ExecStatus::Ok : ExecStatus::Fault;
+}
+
+// RVGL_EMU_TRACE: say which packet failed the job (what a hang dump would point at).
+ExecStatus refuse(uint32_t op, const char *why) {
+  if (knobs().trace.load(std::memory_order_relaxed))
+    std::fprintf(stderr, "rvgl-emu[%d]: PM4 opcode 0x%02x %s: the job fails\n", int(getpid()), op,
+                 why);
+  return ExecStatus::Illegal;
 }
 
 ExecStatus wait_reg_mem(ExecContext &cx, const uint32_t *b, size_t body) {
@@ -127,11 +181,11 @@ ExecStatus run_pm4(ExecContext &cx, const uint32_t *dw, size_t n, int level) {
       ++i;
       continue;
     }
-    if (header_type(h) != kType3) return ExecStatus::Illegal;
+    if (header_type(h) != kType3) return refuse(h, "(not a type-3 header)");
     const uint32_t op = header_opcode(h);
     const uint32_t count = header_count(h);
     const size_t body = (op == NOP && count == kOneDwordNopCount) ? 0 : count + 1;
-    if (body > n - i - 1) return ExecStatus::Illegal;
+    if (body > n - i - 1) return refuse(op, "runs past the end of its buffer");
     const uint32_t *b = dw + i + 1;
     ExecStatus st = ExecStatus::Ok;
     switch (op) {
@@ -145,6 +199,9 @@ ExecStatus run_pm4(ExecContext &cx, const uint32_t *dw, size_t n, int level) {
         break;
       case DMA_DATA:
         st = dma_data(cx, b, body);
+        break;
+      case COPY_DATA:
+        st = copy_data(cx, b, body);
         break;
       case WAIT_REG_MEM:
         st = wait_reg_mem(cx, b, body);
@@ -174,8 +231,10 @@ ExecStatus run_pm4(ExecContext &cx, const uint32_t *dw, size_t n, int level) {
         break;
       }
       default:
-        return ExecStatus::Illegal;
+        if (is_register_state(op)) break;  // register writes: nothing to execute
+        return refuse(op, needs_shaders(op) ? "needs shaders" : "is not emulated");
     }
+    if (st == ExecStatus::Illegal) return refuse(op, "is malformed");
     if (st != ExecStatus::Ok) return st;
     i += 1 + body;
   }

@@ -24,7 +24,7 @@ using fast::kPciRoot;
 constexpr int kFirstBus = 0xc1;
 
 constexpr const char *kFixedPrefixes[] = {"/dev/dri", "/dev/udmabuf", "/sys/class/drm",
-                                          "/sys/bus/pci/drivers/amdgpu"};
+                                          "/sys/bus/pci/drivers/amdgpu", "/sys/bus/pci/rescan"};
 
 bool has_prefix(const char *path, const std::string_view prefix) {
   if (std::strncmp(path, prefix.data(), prefix.size()) != 0) return false;
@@ -147,6 +147,11 @@ FakeTree::FakeTree(std::string root, const Config &cfg)
     : root_(std::move(root)),
       dri_dir_(root_ + "/dev/dri"),
       devices_(cfg.devices),
+      vram_bytes_(cfg.vram()),
+      gtt_bytes_(cfg.gtt()),
+      xccs_(cfg.xcc_count()),
+      profile_(cfg.profile),
+      removed_(cfg.devices, false),
       owner_pid_(getpid()) {
   for (uint32_t i = 0; i < devices_; ++i) {
     prefixes_.push_back(std::string(kPciRoot) + "/" + pci_slot(static_cast<int>(i)));
@@ -175,9 +180,44 @@ bool FakeTree::build(const Config &cfg) {
   // drm_sysfs.c: the class's version attribute.
   if (!write_text(sys + "/class/drm/version", "drm 1.1.0 20060810\n")) return false;
 
+  // The bus's rescan attribute (pci-sysfs.c bus_attr_rescan), and where absorbed writes go.
+  if (!write_text(sys + "/bus/pci/rescan", "", 0200) || !make_dirs(root_ + "/absorbed"))
+    return false;
+  for (uint32_t i = 0; i < devices_; ++i)
+    if (!build_device(p, static_cast<int>(i))) return false;
+  return true;
+}
+
+// A partitionable part describes its compute partitioning the way amdgpu does: the mode in
+// amdgpu_gfx.c's current_compute_partition / available_compute_partition, and amdgpu_xcp.c's
+// compute_partition_config (xcp_config, supported_xcp_configs, and per resource the instances
+// of one partition: xcc/num_inst, dma/num_inst, num_shared). The mode follows from the XCCs per
+// node: all of them SPX, half DPX, a quarter QPX, one CPX.
+bool FakeTree::write_partition_attributes(const DeviceProfile &p, const std::string &devdir) {
+  if (!p.partitionable) return true;
+  const uint32_t all = p.default_xccs;
+  const char *mode = xccs_ == all       ? "SPX"
+                     : xccs_ * 2 == all ? "DPX"
+                     : xccs_ * 4 == all ? "QPX"
+                     : xccs_ == 1       ? "CPX"
+                                        : "UNKNOWN";
+  const std::string cfgdir = devdir + "/compute_partition_config";
+  const uint32_t sdma = p.sdma_rings_per_xcc ? p.sdma.rings * xccs_ : p.sdma.rings;
+  return make_dirs(cfgdir + "/xcc") && make_dirs(cfgdir + "/dma") &&
+         write_text(devdir + "/current_compute_partition", std::string(mode) + "\n") &&
+         write_text(devdir + "/available_compute_partition", "SPX, DPX, QPX, CPX\n") &&
+         write_text(cfgdir + "/xcp_config", std::string(mode) + "\n") &&
+         write_text(cfgdir + "/supported_xcp_configs", "SPX, DPX, QPX, CPX\n") &&
+         write_text(cfgdir + "/xcc/num_inst", std::to_string(xccs_) + "\n") &&
+         write_text(cfgdir + "/xcc/num_shared", "0\n") &&
+         write_text(cfgdir + "/dma/num_inst", std::to_string(sdma) + "\n") &&
+         write_text(cfgdir + "/dma/num_shared", "0\n");
+}
+
+bool FakeTree::build_device(const DeviceProfile &p, int dev) {
+  const std::string sys = root_ + "/sys";
   const std::string root_port = root_ + kPciRoot;
-  for (uint32_t i = 0; i < devices_; ++i) {
-    const int dev = static_cast<int>(i);
+  {
     const std::string slot = pci_slot(dev);
     const std::string devdir = root_port + "/" + slot;
     const std::string card = "card" + std::to_string(dev);
@@ -220,11 +260,12 @@ bool FakeTree::build(const Config &cfg) {
               write_text(devdir + "/revision", hex(p.pci_revision, 2)) &&
               write_text(devdir + "/class", classbuf) &&
               write_text(devdir + "/numa_node", "-1\n") && write_text(devdir + "/enable", "1\n") &&
-              write_text(devdir + "/mem_info_vram_total", std::to_string(cfg.vram()) + "\n") &&
-              write_text(devdir + "/mem_info_gtt_total", std::to_string(cfg.gtt()) + "\n") &&
+              write_text(devdir + "/mem_info_vram_total", std::to_string(vram_bytes_) + "\n") &&
+              write_text(devdir + "/mem_info_gtt_total", std::to_string(gtt_bytes_) + "\n") &&
+              write_text(devdir + "/remove", "", 0200) &&
               ::symlink("../../../../bus/pci", (devdir + "/subsystem").c_str()) == 0 &&
               ::symlink("../../../../bus/pci/drivers/amdgpu", (devdir + "/driver").c_str()) == 0;
-    if (!ok) return false;
+    if (!ok || !write_partition_attributes(p, devdir)) return false;
 
     // The DRM minors (drivers/gpu/drm/drm_sysfs.c): uevent, dev, subsystem and device links.
     for (const auto &[name, minor] :
@@ -260,6 +301,62 @@ bool FakeTree::build(const Config &cfg) {
     if (!ok) return false;
   }
   return true;
+}
+
+void FakeTree::remove_device(int dev) {
+  if (dev < 0 || dev >= static_cast<int>(devices_) || removed_[dev]) return;
+  removed_[dev] = true;
+  const std::string sys = root_ + "/sys";
+  const std::string slot = pci_slot(dev);
+  const std::string card = "card" + std::to_string(dev);
+  const std::string render = "renderD" + std::to_string(kRenderMinorBase + dev);
+  for (const std::string &link :
+       {dri_dir_ + "/" + card, dri_dir_ + "/" + render, dri_dir_ + "/by-path/pci-" + slot + "-card",
+        dri_dir_ + "/by-path/pci-" + slot + "-render", sys + "/class/drm/" + card,
+        sys + "/class/drm/" + render, sys + "/dev/char/226:" + std::to_string(dev),
+        sys + "/dev/char/226:" + std::to_string(kRenderMinorBase + dev),
+        sys + "/bus/pci/devices/" + slot, sys + "/bus/pci/drivers/amdgpu/" + slot})
+    ::unlink(link.c_str());
+  remove_tree(root_ + kPciRoot + "/" + slot);
+}
+
+int FakeTree::rescan() {
+  int back = 0;
+  for (uint32_t i = 0; i < devices_; ++i) {
+    if (!removed_[i]) continue;
+    if (!build_device(*profile_, static_cast<int>(i))) continue;
+    removed_[i] = false;
+    ++back;
+  }
+  return back;
+}
+
+bool FakeTree::present(int dev) const {
+  return dev >= 0 && dev < static_cast<int>(devices_) && !removed_[dev];
+}
+
+FakeTree::Attribute FakeTree::attribute_at(const std::string &real_path, int &device) const {
+  if (real_path == root_ + "/sys/bus/pci/rescan") return Attribute::Rescan;
+  char buf[PATH_MAX];
+  if (!real::realpath(real_path.c_str(), buf)) return Attribute::None;
+  const std::string_view r = buf;
+  const std::string port = root_ + kPciRoot + "/";
+  if (!r.starts_with(port) || !r.ends_with("/remove")) return Attribute::None;
+  const std::string_view slot = r.substr(port.size(), r.size() - port.size() - 7);
+  for (uint32_t i = 0; i < devices_; ++i)
+    if (slot == pci_slot(static_cast<int>(i))) {
+      device = static_cast<int>(i);
+      return Attribute::Remove;
+    }
+  return Attribute::None;
+}
+
+std::string FakeTree::absorb_path(std::string_view public_path) const {
+  std::string name;
+  for (char c : public_path)
+    name += (c == '/') ? '!' : c;
+  if (name.size() > 200) name.resize(200);
+  return root_ + "/absorbed/" + name;
 }
 
 bool FakeTree::rewrite(const char *path, std::string &out) const {

@@ -52,13 +52,32 @@ class FakeTree {
   const std::string &root() const { return root_; }
   static std::string pci_slot(int device);  // "0000:c1:00.0"
 
+  // Write-only sysfs attributes with an effect (drivers/pci/pci-sysfs.c): a device's `remove`
+  // and the bus's `rescan`.
+  enum class Attribute { None, Remove, Rescan };
+  // Which attribute a path inside the tree names; `device` is set for Remove.
+  Attribute attribute_at(const std::string &real_path, int &device) const;
+  // pci_stop_and_remove_bus_device: the device's nodes and sysfs entries disappear.
+  void remove_device(int device);
+  // pci_rescan_bus: every removed device comes back. Returns how many did.
+  int rescan();
+  bool present(int device) const;
+  // Where a write to a host /sys or /proc file goes instead (a file of the tree, never read).
+  std::string absorb_path(std::string_view public_path) const;
+
  private:
   FakeTree(std::string root, const Config &cfg);
   bool build(const Config &cfg);
+  bool build_device(const DeviceProfile &p, int dev);
+  bool write_partition_attributes(const DeviceProfile &p, const std::string &devdir);
 
   std::string root_;
   std::string dri_dir_;  // root_ + "/dev/dri"
   uint32_t devices_ = 0;
+  uint64_t vram_bytes_ = 0, gtt_bytes_ = 0;
+  uint32_t xccs_ = 1;
+  const DeviceProfile *profile_ = nullptr;
+  std::vector<bool> removed_;
   pid_t owner_pid_ = 0;
   std::vector<std::string> prefixes_;  // emulated public prefixes besides the fixed ones
 };

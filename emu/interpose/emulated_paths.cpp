@@ -10,6 +10,7 @@
 #include "core/device_file.h"
 #include "core/emulator.h"
 #include "core/runtime_knobs.h"
+#include "fs/sysfs_attributes.h"
 #include "interpose/real_libc.h"
 
 namespace rvgl::emu {
@@ -21,6 +22,7 @@ constexpr int kMiscMajor = 10, kUdmabufMinor = 125;
 
 bool rewrite_path(const char *path, std::string &out) {
   if (!FakeTree::maybe_emulated(path)) return false;
+  apply_sysfs_writes();  // a removal written just before shows in what this path resolves to
   Emulator &e = Emulator::get();
   std::lock_guard lk(e.mutex());
   FakeTree *t = e.tree_locked();

@@ -28,14 +28,38 @@ mode_t vararg_mode(int flags, va_list ap) {
              : 0;
 }
 
+// Every open that may write goes through the guard: the host's /sys and /proc must never change.
+bool write_intent(int flags) {
+  return (flags & O_ACCMODE) != O_RDONLY || (flags & (O_CREAT | O_TRUNC | O_APPEND));
+}
+
 int do_open(const char *path, int flags, mode_t mode) {
-  if (fast::path_maybe_emulated(path)) return ops::open_path(path, flags, mode);
+  if (fast::path_maybe_emulated(path) || write_intent(flags))
+    return ops::open_path(path, flags, mode);
   return real::open(path, flags, mode);
 }
 
 int do_openat(int dirfd, const char *path, int flags, mode_t mode) {
+  if (write_intent(flags)) return ops::open_for_write(dirfd, path, flags, mode);
   if (fast::at_path_maybe_emulated(dirfd, path)) return ops::openat_path(dirfd, path, flags, mode);
   return real::openat(dirfd, path, flags, mode);
+}
+
+// A change of the file system (not a write of file contents) that could land in the host's /sys
+// or /proc or in the tree: relative paths, those two prefixes, the emulated ones, and any "..".
+bool change_maybe_guarded(const char *path) {
+  if (!path) return false;
+  if (path[0] != '/') return true;
+  if (fast::path_maybe_emulated(path) || fast::path_has_prefix(path, "/sys", true) ||
+      fast::path_has_prefix(path, "/proc", true))
+    return true;
+  for (const char *p = path; *p; ++p)
+    if (p[0] == '/' && p[1] == '.' && p[2] == '.') return true;
+  return false;
+}
+
+int guarded(int dirfd, const char *path, bool follow) {
+  return change_maybe_guarded(path) ? ops::guard_change(dirfd, path, follow) : 0;
 }
 
 int do_stat(const char *path, struct stat *st, bool follow) {
@@ -90,8 +114,16 @@ int do_access(const char *path, int mode) {
   return real::access(path, mode);
 }
 
+// A loop, not strchr: see path_has_prefix.
+bool fopen_mode_writes(const char *mode) {
+  for (; mode && *mode; ++mode)
+    if (*mode == 'w' || *mode == 'a' || *mode == '+') return true;
+  return false;
+}
+
 FILE *do_fopen(const char *path, const char *mode) {
   if (fast::path_maybe_emulated(path)) return ops::fopen_path(path, mode);
+  if (fopen_mode_writes(mode)) return ops::fopen_for_write(path, mode);
   return real::fopen(path, mode);
 }
 
@@ -281,6 +313,88 @@ FILE *fopen(const char *path, const char *mode) {
 
 FILE *fopen64(const char *path, const char *mode) {
   return do_fopen(path, mode);
+}
+
+int creat(const char *path, mode_t mode) {
+  return do_open(path, O_CREAT | O_WRONLY | O_TRUNC, mode);
+}
+int creat64(const char *path, mode_t mode) {
+  return do_open(path, O_CREAT | O_WRONLY | O_TRUNC, mode);
+}
+
+int truncate(const char *path, off_t len) noexcept {
+  if (guarded(AT_FDCWD, path, true)) return -1;
+  return real::truncate(path, len);
+}
+int truncate64(const char *path, off64_t len) noexcept {
+  if (guarded(AT_FDCWD, path, true)) return -1;
+  return real::truncate(path, static_cast<off_t>(len));
+}
+
+int mkdir(const char *path, mode_t mode) noexcept {
+  if (guarded(AT_FDCWD, path, false)) return -1;
+  return real::mkdirat(AT_FDCWD, path, mode);
+}
+int mkdirat(int dirfd, const char *path, mode_t mode) noexcept {
+  if (guarded(dirfd, path, false)) return -1;
+  return real::mkdirat(dirfd, path, mode);
+}
+int rmdir(const char *path) noexcept {
+  if (guarded(AT_FDCWD, path, false)) return -1;
+  return real::unlinkat(AT_FDCWD, path, AT_REMOVEDIR);
+}
+int unlink(const char *path) noexcept {
+  if (guarded(AT_FDCWD, path, false)) return -1;
+  return real::unlinkat(AT_FDCWD, path, 0);
+}
+int unlinkat(int dirfd, const char *path, int flags) noexcept {
+  if (guarded(dirfd, path, false)) return -1;
+  return real::unlinkat(dirfd, path, flags);
+}
+int rename(const char *from, const char *to) noexcept {
+  if (guarded(AT_FDCWD, from, false) || guarded(AT_FDCWD, to, false)) return -1;
+  return real::renameat(AT_FDCWD, from, AT_FDCWD, to);
+}
+int renameat(int fromfd, const char *from, int tofd, const char *to) noexcept {
+  if (guarded(fromfd, from, false) || guarded(tofd, to, false)) return -1;
+  return real::renameat(fromfd, from, tofd, to);
+}
+int chmod(const char *path, mode_t mode) noexcept {
+  if (guarded(AT_FDCWD, path, true)) return -1;
+  return real::fchmodat(AT_FDCWD, path, mode, 0);
+}
+int fchmodat(int dirfd, const char *path, mode_t mode, int flags) noexcept {
+  if (guarded(dirfd, path, !(flags & AT_SYMLINK_NOFOLLOW))) return -1;
+  return real::fchmodat(dirfd, path, mode, flags);
+}
+int chown(const char *path, uid_t uid, gid_t gid) noexcept {
+  if (guarded(AT_FDCWD, path, true)) return -1;
+  return real::fchownat(AT_FDCWD, path, uid, gid, 0);
+}
+int lchown(const char *path, uid_t uid, gid_t gid) noexcept {
+  if (guarded(AT_FDCWD, path, false)) return -1;
+  return real::fchownat(AT_FDCWD, path, uid, gid, AT_SYMLINK_NOFOLLOW);
+}
+int fchownat(int dirfd, const char *path, uid_t uid, gid_t gid, int flags) noexcept {
+  if (guarded(dirfd, path, !(flags & AT_SYMLINK_NOFOLLOW))) return -1;
+  return real::fchownat(dirfd, path, uid, gid, flags);
+}
+
+ssize_t getxattr(const char *path, const char *name, void *value, size_t size) noexcept {
+  if (fast::path_maybe_emulated(path)) return ops::getxattr_path(path, name, value, size, true);
+  return real::getxattr(path, name, value, size);
+}
+ssize_t lgetxattr(const char *path, const char *name, void *value, size_t size) noexcept {
+  if (fast::path_maybe_emulated(path)) return ops::getxattr_path(path, name, value, size, false);
+  return real::lgetxattr(path, name, value, size);
+}
+ssize_t listxattr(const char *path, char *list, size_t size) noexcept {
+  if (fast::path_maybe_emulated(path)) return ops::listxattr_path(path, list, size, true);
+  return real::listxattr(path, list, size);
+}
+ssize_t llistxattr(const char *path, char *list, size_t size) noexcept {
+  if (fast::path_maybe_emulated(path)) return ops::listxattr_path(path, list, size, false);
+  return real::llistxattr(path, list, size);
 }
 
 }  // extern "C"

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -14,6 +15,8 @@
 
 #include "core/emulator.h"
 #include "core/fast_state.h"
+#include "core/runtime_knobs.h"
+#include "fs/sysfs_attributes.h"
 #include "interpose/emulated_paths.h"
 #include "interpose/real_libc.h"
 
@@ -49,9 +52,202 @@ ssize_t readlink_own_fd(const char *path, char *buf, size_t size) {
   return static_cast<ssize_t>(n);
 }
 
+bool has_write_intent(int flags) {
+  return (flags & O_ACCMODE) != O_RDONLY || (flags & (O_CREAT | O_TRUNC | O_APPEND));
+}
+
+bool fopen_writes(const char *mode) {
+  return mode && (strchr(mode, 'w') || strchr(mode, 'a') || strchr(mode, '+'));
+}
+
+// Lexical normalisation of an absolute path: "//", "." and ".." resolved without the file system.
+std::string normalise(const std::string &abs) {
+  std::vector<std::string> parts;
+  size_t i = 0;
+  while (i < abs.size()) {
+    size_t j = abs.find('/', i);
+    if (j == std::string::npos) j = abs.size();
+    const std::string part = abs.substr(i, j - i);
+    if (part == "..") {
+      if (!parts.empty()) parts.pop_back();
+    } else if (!part.empty() && part != ".") {
+      parts.push_back(part);
+    }
+    i = j + 1;
+  }
+  std::string out;
+  for (const auto &p : parts)
+    out += "/" + p;
+  return out.empty() ? "/" : out;
+}
+
+// The absolute spelling of path under dirfd (AT_FDCWD: the working directory).
+bool absolute(int dirfd, const char *path, std::string &out) {
+  if (!path) return false;
+  if (path[0] == '/') {
+    out = path;
+    return true;
+  }
+  char base[PATH_MAX];
+  if (dirfd == AT_FDCWD) {
+    if (!getcwd(base, sizeof(base))) return false;
+  } else {
+    const std::string link = "/proc/self/fd/" + std::to_string(dirfd);
+    const ssize_t n = real::readlink(link.c_str(), base, sizeof(base) - 1);
+    if (n <= 0) return false;
+    base[n] = '\0';
+  }
+  out = std::string(base) + "/" + path;
+  return true;
+}
+
+// Realpath of `norm`, or of its directory plus the last name when the file does not exist (or
+// when the last name is not to be followed); `norm` itself when neither resolves.
+std::string resolve(const std::string &norm, bool follow) {
+  char buf[PATH_MAX];
+  const size_t slash = norm.find_last_of('/');
+  const std::string dir = slash == 0 ? "/" : norm.substr(0, slash), base = norm.substr(slash + 1);
+  if (follow && real::realpath(norm.c_str(), buf)) return buf;
+  if (real::realpath(dir.c_str(), buf)) return normalise(std::string(buf) + "/" + base);
+  return norm;
+}
+
+// Where path really lands, in its public spelling: an emulated path is resolved inside the tree
+// (its links lead to tree paths, never to a real device of the machine), anything else on the
+// host's file system; a host path that leads into the tree (a tree directory's fd) maps back.
+std::string canonical(const std::string &abs, bool follow) {
+  const std::string norm = normalise(abs);
+  std::string in_tree;
+  const bool emulated = rewrite_path(norm.c_str(), in_tree);
+  const std::string out = resolve(emulated ? in_tree : norm, follow);
+  if (Emulator *e = Emulator::peek()) {
+    std::lock_guard lk(e->mutex());
+    std::string pub;
+    if (FakeTree *t = e->tree_locked(); t && t->to_public(out, pub)) return pub;
+  }
+  return emulated ? norm : out;
+}
+
+bool under(const std::string &p, const char *prefix) {
+  const size_t n = strlen(prefix);
+  return p.compare(0, n, prefix) == 0 && (p.size() == n || p[n] == '/');
+}
+
+// The host's sysfs or procfs, which nothing under the emulator may change. /proc/<pid>/fd/<n>
+// (and /dev/fd/<n>) reopen an fd the process has: that is its own file, not procfs state.
+bool host_kernel_fs(const std::string &canon) {
+  if (under(canon, "/sys")) return true;
+  if (!under(canon, "/proc")) return false;
+  const size_t fd = canon.find("/fd/");
+  const size_t task = canon.find("/task/");
+  const size_t first = canon.find('/', 6);
+  if (fd == std::string::npos) return true;
+  return !(fd == first || (task == first && fd > task));
+}
+
+void trace_refused(const char *what, const std::string &where) {
+  if (!knobs().trace.load(std::memory_order_relaxed)) return;
+  const std::string line =
+      "rvgl-emu[" + std::to_string(getpid()) + "]: " + what + " " + where + "\n";
+  (void)!::write(2, line.data(), line.size());
+}
+
 }  // namespace
 
+int open_for_write(int dirfd, const char *path, int flags, mode_t mode) {
+  std::string abs;
+  if (!resolve_at(dirfd, path, abs) && !absolute(dirfd, path, abs))
+    return real::openat(dirfd, path, flags, mode);
+  apply_sysfs_writes();
+  const std::string canon = canonical(abs, !(flags & O_NOFOLLOW));
+  std::string real_path;
+  if (rewrite_path(canon.c_str(), real_path)) {
+    if (NodeRef node = node_at_rewritten(real_path)) return open_node(node, real_path, flags);
+    int device = -1;
+    FakeTree::Attribute attr = FakeTree::Attribute::None;
+    Emulator &e = Emulator::get();
+    {
+      std::lock_guard lk(e.mutex());
+      if (FakeTree *t = e.tree_locked()) attr = t->attribute_at(real_path, device);
+    }
+    if (attr != FakeTree::Attribute::None) return open_sysfs_attribute(attr, device, flags);
+    struct stat st;
+    if (real::stat(real_path.c_str(), &st) != 0) return -1;  // errno from the tree (ENOENT)
+    errno = S_ISDIR(st.st_mode) ? EISDIR : EACCES;           // an attribute with no store
+    return -1;
+  }
+  if (!host_kernel_fs(canon)) return real::openat(dirfd, path, flags, mode);
+  // sysfs and procfs create nothing: a name they lack is refused, an existing one absorbed.
+  struct stat host;
+  if (real::stat(canon.c_str(), &host) != 0) {
+    if (flags & O_CREAT) errno = EACCES;
+    trace_refused("write refused:", canon);
+    return -1;
+  }
+  trace_refused("write absorbed:", canon);
+  Emulator &e = Emulator::get();
+  std::string sink;
+  {
+    std::lock_guard lk(e.mutex());
+    FakeTree *t = e.tree_locked();
+    if (!t) return -1;
+    sink = t->absorb_path(canon);
+  }
+  return real::open(sink.c_str(), (flags & ~(O_DIRECTORY | O_NOFOLLOW | O_EXCL)) | O_CREAT, 0600);
+}
+
+FILE *fopen_for_write(const char *path, const char *mode) {
+  int flags = O_CLOEXEC * (strchr(mode, 'e') != nullptr);
+  if (strchr(mode, '+'))
+    flags |= O_RDWR;
+  else
+    flags |= O_WRONLY;
+  if (mode[0] == 'w') flags |= O_CREAT | O_TRUNC;
+  if (mode[0] == 'a') flags |= O_CREAT | O_APPEND;
+  std::string abs;
+  if (!absolute(AT_FDCWD, path, abs)) return real::fopen(path, mode);
+  const std::string canon = canonical(abs, true);
+  std::string real_path;
+  if (!rewrite_path(canon.c_str(), real_path) && !host_kernel_fs(canon))
+    return real::fopen(path, mode);
+  const int fd = open_for_write(AT_FDCWD, canon.c_str(), flags, 0666);
+  if (fd < 0) return nullptr;
+  FILE *f = fdopen(fd, mode);
+  if (!f) real::close(fd);
+  return f;
+}
+
+int guard_change(int dirfd, const char *path, bool follow) {
+  std::string abs;
+  if (!resolve_at(dirfd, path, abs) && !absolute(dirfd, path, abs)) return 0;
+  const std::string canon = canonical(abs, follow);
+  std::string real_path;
+  if (!rewrite_path(canon.c_str(), real_path) && !host_kernel_fs(canon)) return 0;
+  trace_refused("change refused:", canon);
+  errno = EACCES;
+  return -1;
+}
+
+ssize_t getxattr_path(const char *path, const char *name, void *value, size_t size, bool follow) {
+  std::string real_path;
+  if (!rewrite_path(path, real_path))
+    return follow ? real::getxattr(path, name, value, size)
+                  : real::lgetxattr(path, name, value, size);
+  return follow ? real::getxattr(real_path.c_str(), name, value, size)
+                : real::lgetxattr(real_path.c_str(), name, value, size);
+}
+
+ssize_t listxattr_path(const char *path, char *list, size_t size, bool follow) {
+  std::string real_path;
+  if (!rewrite_path(path, real_path))
+    return follow ? real::listxattr(path, list, size) : real::llistxattr(path, list, size);
+  return follow ? real::listxattr(real_path.c_str(), list, size)
+                : real::llistxattr(real_path.c_str(), list, size);
+}
+
 int open_path(const char *path, int flags, mode_t mode) {
+  if (has_write_intent(flags)) return open_for_write(AT_FDCWD, path, flags, mode);
+  apply_sysfs_writes();
   std::string real_path;
   if (!rewrite_path(path, real_path)) return real::open(path, flags, mode);
   if (NodeRef node = node_at_rewritten(real_path)) return open_node(node, real_path, flags);
@@ -63,6 +259,7 @@ int open_path(const char *path, int flags, mode_t mode) {
 }
 
 int openat_path(int dirfd, const char *path, int flags, mode_t mode) {
+  if (has_write_intent(flags)) return open_for_write(dirfd, path, flags, mode);
   if (path && path[0] == '/') return open_path(path, flags, mode);
   std::string pub;
   if (resolve_at(dirfd, path, pub)) return open_path(pub.c_str(), flags, mode);
@@ -168,12 +365,15 @@ int faccessat_path(int dirfd, const char *path, int mode, int flags) {
 }
 
 FILE *fopen_path(const char *path, const char *mode) {
+  if (fopen_writes(mode)) return fopen_for_write(path, mode);
+  apply_sysfs_writes();
   std::string real_path;
   if (!rewrite_path(path, real_path)) return real::fopen(path, mode);
   return real::fopen(real_path.c_str(), mode);
 }
 
 DIR *opendir_path(const char *path) {
+  apply_sysfs_writes();
   std::string real_path;
   if (!rewrite_path(path, real_path)) return real::opendir(path);
   DIR *d = real::opendir(real_path.c_str());

@@ -27,6 +27,17 @@ int access_path(const char *path, int mode);
 int faccessat_path(int dirfd, const char *path, int mode, int flags);
 FILE *fopen_path(const char *path, const char *mode);
 DIR *opendir_path(const char *path);
+// Opens with write intent (O_WRONLY, O_RDWR, O_CREAT, O_TRUNC, O_APPEND): an effectful attribute
+// of the fake tree gets its pipe, another file of the tree EACCES (sysfs files without a store),
+// a file of the host's /sys or /proc is absorbed into the tree; anything else goes to libc.
+int open_for_write(int dirfd, const char *path, int flags, mode_t mode);
+FILE *fopen_for_write(const char *path, const char *mode);
+// Where a change of the file system (truncate, mkdir, unlink, rename, chmod, chown) would land:
+// 0 pass it to libc; -1 (errno EACCES) refuse it, for the tree and the host's /sys and /proc.
+int guard_change(int dirfd, const char *path, bool follow);
+// Extended attributes of emulated paths come from the tree (ls -l asks for them per entry).
+ssize_t getxattr_path(const char *path, const char *name, void *value, size_t size, bool follow);
+ssize_t listxattr_path(const char *path, char *list, size_t size, bool follow);
 // A DIR stream is going away (fast::g_dri_dirs said some fake /dev/dri stream is open).
 void forget_dir(DIR *dir);
 // Entries of the fake /dev/dri are device nodes: report them as DT_CHR.

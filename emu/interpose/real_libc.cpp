@@ -209,4 +209,54 @@ FILE *fopen(const char *path, const char *mode) {
   return fn_fopen(path, mode);
 }
 
+int truncate(const char *path, off_t len) {
+  RVGL_REAL(int (*)(const char *, off_t), truncate);
+  return fn_truncate(path, len);
+}
+
+int mkdirat(int dirfd, const char *path, mode_t mode) {
+  RVGL_REAL(int (*)(int, const char *, mode_t), mkdirat);
+  return fn_mkdirat(dirfd, path, mode);
+}
+
+int unlinkat(int dirfd, const char *path, int flags) {
+  RVGL_REAL(int (*)(int, const char *, int), unlinkat);
+  return fn_unlinkat(dirfd, path, flags);
+}
+
+int renameat(int olddirfd, const char *oldpath, int newdirfd, const char *newpath) {
+  RVGL_REAL(int (*)(int, const char *, int, const char *), renameat);
+  return fn_renameat(olddirfd, oldpath, newdirfd, newpath);
+}
+
+int fchmodat(int dirfd, const char *path, mode_t mode, int flags) {
+  RVGL_REAL(int (*)(int, const char *, mode_t, int), fchmodat);
+  return fn_fchmodat(dirfd, path, mode, flags);
+}
+
+int fchownat(int dirfd, const char *path, uid_t uid, gid_t gid, int flags) {
+  RVGL_REAL(int (*)(int, const char *, uid_t, gid_t, int), fchownat);
+  return fn_fchownat(dirfd, path, uid, gid, flags);
+}
+
+ssize_t getxattr(const char *path, const char *name, void *value, size_t size) {
+  RVGL_REAL(ssize_t(*)(const char *, const char *, void *, size_t), getxattr);
+  return fn_getxattr(path, name, value, size);
+}
+
+ssize_t lgetxattr(const char *path, const char *name, void *value, size_t size) {
+  RVGL_REAL(ssize_t(*)(const char *, const char *, void *, size_t), lgetxattr);
+  return fn_lgetxattr(path, name, value, size);
+}
+
+ssize_t listxattr(const char *path, char *list, size_t size) {
+  RVGL_REAL(ssize_t(*)(const char *, char *, size_t), listxattr);
+  return fn_listxattr(path, list, size);
+}
+
+ssize_t llistxattr(const char *path, char *list, size_t size) {
+  RVGL_REAL(ssize_t(*)(const char *, char *, size_t), llistxattr);
+  return fn_llistxattr(path, list, size);
+}
+
 }  // namespace rvgl::emu::real

@@ -34,5 +34,17 @@ struct dirent64 *readdir64(DIR *dir);
 int access(const char *path, int mode);
 int faccessat(int dirfd, const char *path, int mode, int flags);
 FILE *fopen(const char *path, const char *mode);
+// Path operations that change the file system: passed through unless the path is the host's
+// /sys or /proc or the fake tree (interpose_writes.cpp).
+int truncate(const char *path, off_t len);
+int mkdirat(int dirfd, const char *path, mode_t mode);
+int unlinkat(int dirfd, const char *path, int flags);
+int renameat(int olddirfd, const char *oldpath, int newdirfd, const char *newpath);
+int fchmodat(int dirfd, const char *path, mode_t mode, int flags);
+int fchownat(int dirfd, const char *path, uid_t uid, gid_t gid, int flags);
+ssize_t getxattr(const char *path, const char *name, void *value, size_t size);
+ssize_t lgetxattr(const char *path, const char *name, void *value, size_t size);
+ssize_t listxattr(const char *path, char *list, size_t size);
+ssize_t llistxattr(const char *path, char *list, size_t size);
 
 }  // namespace rvgl::emu::real

@@ -1,8 +1,10 @@
 // DRM_AMDGPU_CTX (amdgpu_ctx.c) and DRM_AMDGPU_SCHED.
 #include <amdgpu_drm.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <iterator>
 
 #include "amdgpu/uapi/amdgpu_drm_ext.h"
 #include "core/device.h"
@@ -27,11 +29,32 @@ bool priority_valid(int32_t p) {
   }
 }
 
+// amdgpu_ctx.c amdgpu_ctx_num_entities: the scheduler entities a context has per IP. HW_IP_INFO
+// caps available_rings at it (amdgpu_kms.c amdgpu_hw_ip_info) and amdgpu_ctx_get_entity refuses
+// a ring index past it, whatever number of hardware rings the part has.
+constexpr uint32_t kCtxNumEntities[] = {
+    1,  // GFX
+    4,  // COMPUTE
+    2,  // DMA
+    1,  // UVD
+    1,  // VCE
+    1,  // UVD_ENC
+    1,  // VCN_DEC
+    1,  // VCN_ENC
+    1,  // VCN_JPEG
+    1,  // VPE
+};
+
 }  // namespace
+
+uint32_t ctx_ring_count(const Device &d, uint32_t ip) {
+  if (ip >= std::size(kCtxNumEntities)) return 0;
+  return std::min(d.ring_count(ip), kCtxNumEntities[ip]);
+}
 
 int validate_entity(const Device &d, uint32_t ip, uint32_t instance, uint32_t ring) {
   if (ip >= AMDGPU_HW_IP_NUM || instance != 0) return -EINVAL;
-  if (ring >= d.ring_count(ip)) return -EINVAL;
+  if (ring >= ctx_ring_count(d, ip)) return -EINVAL;
   return 0;
 }
 
@@ -48,6 +71,7 @@ int amdgpu_ioctl_ctx(DeviceFile &f, void *data) {
         return -EACCES;
       auto ctx = std::make_shared<Context>(in.priority, d.resets().gpu_resets.load(),
                                            d.resets().vram_lost.load());
+      ctx->reset_counter_query = ctx->reset_counter_at_create();
       std::memset(a, 0, sizeof(*a));
       a->out.alloc.ctx_id = f.contexts.insert(std::move(ctx));
       return 0;
@@ -60,15 +84,17 @@ int amdgpu_ioctl_ctx(DeviceFile &f, void *data) {
     case AMDGPU_CTX_OP_QUERY_STATE2: {
       auto *pc = f.contexts.find(in.ctx_id);
       if (!pc) return -EINVAL;
-      const Context &c = **pc;
-      const bool reset =
-          c.reset_seen.load() || c.reset_counter_at_create() != d.resets().gpu_resets.load();
+      Context &c = **pc;
+      const uint32_t resets = d.resets().gpu_resets.load();
+      const bool reset = c.reset_seen.load() || c.reset_counter_at_create() != resets;
       const bool vram_lost = c.vram_lost_counter_at_create() != d.resets().vram_lost.load();
       std::memset(a, 0, sizeof(*a));
       if (in.op == AMDGPU_CTX_OP_QUERY_STATE) {
-        a->out.state.reset_status = c.guilty.load() ? AMDGPU_CTX_GUILTY_RESET
-                                    : reset         ? AMDGPU_CTX_INNOCENT_RESET
-                                                    : AMDGPU_CTX_NO_RESET;
+        // amdgpu_ctx_query(): UNKNOWN_RESET once per change of the device's reset counter since
+        // the last query (or since creation), NO_RESET otherwise; never GUILTY or INNOCENT.
+        a->out.state.reset_status =
+            c.reset_counter_query == resets ? AMDGPU_CTX_NO_RESET : AMDGPU_CTX_UNKNOWN_RESET;
+        c.reset_counter_query = resets;
         return 0;
       }
       uint64_t flags = 0;

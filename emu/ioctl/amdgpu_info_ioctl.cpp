@@ -26,6 +26,49 @@ uint32_t ring_mask(uint32_t rings) {
   return rings >= 32 ? ~0u : (1u << rings) - 1u;
 }
 
+// The active CUs of one shader array of one XCC. A harvested part (active < physical) loses its
+// highest CUs from the last arrays first, one per array, so the layout stays balanced.
+uint32_t array_cu_mask(const DeviceProfile &p, uint32_t se, uint32_t sa) {
+  const uint32_t arrays = p.shader_engines_per_xcc * p.shader_arrays_per_engine;
+  const uint32_t physical = arrays * p.cus_per_array_per_xcc;
+  const uint32_t missing = physical > p.active_cus_per_xcc ? physical - p.active_cus_per_xcc : 0;
+  const uint32_t index = se * p.shader_arrays_per_engine + sa;
+  uint32_t cus = p.cus_per_array_per_xcc;
+  // Each full round of harvesting takes one CU from every array; the remainder from the last.
+  cus -= missing / arrays;
+  if (index >= arrays - missing % arrays) --cus;
+  return cus >= 32 ? ~0u : (1u << cus) - 1u;
+}
+
+// DEV_INFO's cu_bitmap / cu_ao_bitmap are 4x4 (SE x SA) and hold XCC 0 only (amdgpu_kms.c copies
+// cu_info.bitmap[0]). GFX11 parts with more than four SEs put SE 4-7 in columns 2-3
+// (gfx_v11_0.c gfx_v11_0_get_cu_info: bitmap[i % 4][j + (i / 4) * 2]). Always-on CUs: the first
+// two of each array on GFX10+ (gfx_v11_0_get_cu_info counter < 2), every active one on GFX9
+// (gfx_v9_4_3_get_cu_info counter < max_cu_per_sh). cu_ao_mask packs SE 0-1, SA 0-1 at
+// se * 16 + sa * 8.
+void fill_cu_bitmaps(const DeviceProfile &p, drm_amdgpu_info_device &b) {
+  const bool gfx11_columns = p.family >= RVGL_AMDGPU_FAMILY_GC_11_0_0;
+  const bool all_always_on = p.family < AMDGPU_FAMILY_NV;
+  b.cu_ao_mask = 0;
+  for (uint32_t se = 0; se < p.shader_engines_per_xcc; ++se)
+    for (uint32_t sa = 0; sa < p.shader_arrays_per_engine; ++sa) {
+      uint32_t row = se, col = sa;
+      if (gfx11_columns) {
+        if (se >= 8 || sa >= 2) continue;
+        row = se % 4;
+        col = sa + (se / 4) * 2;
+      } else if (se >= 4 || sa >= 4) {
+        continue;
+      }
+      const uint32_t mask = array_cu_mask(p, se, sa);
+      uint32_t ao = mask;
+      if (!all_always_on) ao = mask & 0x3u;
+      b.cu_bitmap[row][col] = mask;
+      b.cu_ao_bitmap[row][col] = ao;
+      if (se < 2 && sa < 2) b.cu_ao_mask |= ao << (se * 16 + sa * 8);
+    }
+}
+
 void fill_dev_info(const Device &d, rvgl_drm_amdgpu_info_device &out) {
   const DeviceProfile &p = d.profile();
   drm_amdgpu_info_device &b = out.base;
@@ -41,14 +84,7 @@ void fill_dev_info(const Device &d, rvgl_drm_amdgpu_info_device &out) {
   b.max_engine_clock = p.max_engine_clock_khz;
   b.max_memory_clock = p.max_memory_clock_khz;
   b.cu_active_number = p.active_cus_per_xcc * xccs;
-  const uint32_t cu_mask = (1u << p.cus_per_array_per_xcc) - 1u;
-  b.cu_ao_mask = 0;
-  for (uint32_t se = 0; se < std::min<uint32_t>(4, b.num_shader_engines); ++se)
-    for (uint32_t sa = 0; sa < std::min<uint32_t>(4, p.shader_arrays_per_engine); ++sa) {
-      b.cu_bitmap[se][sa] = cu_mask;
-      b.cu_ao_bitmap[se][sa] = cu_mask & 0x3;  // two always-on CUs per array
-      if (se < 2 && sa < 2) b.cu_ao_mask |= (cu_mask & 0x3) << ((se * 2 + sa) * 8);
-    }
+  fill_cu_bitmaps(p, b);
   const uint32_t rbs = p.num_rb_pipes_per_xcc * xccs;
   b.num_rb_pipes = rbs;
   b.enabled_rb_pipes_mask = rbs >= 32 ? ~0u : (1u << rbs) - 1u;
@@ -88,6 +124,30 @@ void fill_dev_info(const Device &d, rvgl_drm_amdgpu_info_device &out) {
     if (const IpBlock *blk = d.ip_block(ip); blk && blk->userq_slots) out.userq_ip_mask |= 1u << ip;
 }
 
+// amdgpu_vm.h AMDGPU_VM_RESERVED_VRAM: VRAM kept back for page tables, never usable.
+constexpr uint64_t kVmReservedVram = 8ull << 20;
+
+// The sizes amdgpu_kms.c reports: totals are the heaps, usable subtracts what the kernel pinned
+// (vram_pin_size, visible_pin_size, gart_pin_size) and, for VRAM, AMDGPU_VM_RESERVED_VRAM.
+struct MemoryView {
+  uint64_t vram_total, vram_usable, visible_total, visible_usable, gtt_total, gtt_usable;
+};
+
+MemoryView memory_view(const Device &d) {
+  using Pool = MemoryAccount::Pool;
+  const MemoryAccount &mem = *d.memory();
+  MemoryView v{};
+  v.vram_total = mem.total(Pool::Vram);
+  const uint64_t held = mem.pinned(Pool::Vram) + kVmReservedVram;
+  v.vram_usable = v.vram_total > held ? v.vram_total - held : 0;
+  v.visible_total = std::min<uint64_t>(v.vram_total, d.profile().visible_vram_mib << 20);
+  const uint64_t vis_pin = std::min(v.visible_total, mem.pinned(Pool::Vram));
+  v.visible_usable = std::min(v.visible_total - vis_pin, v.vram_usable);
+  v.gtt_total = mem.total(Pool::Gtt);
+  v.gtt_usable = v.gtt_total - mem.pinned(Pool::Gtt);
+  return v;
+}
+
 int hw_ip_info(const Device &d, const drm_amdgpu_info &info, rvgl_drm_amdgpu_info_hw_ip &ip) {
   if (info.query_hw_ip.ip_instance >= AMDGPU_HW_IP_INSTANCE_MAX_COUNT) return -EINVAL;
   if (info.query_hw_ip.type >= AMDGPU_HW_IP_NUM) return -EINVAL;
@@ -98,7 +158,7 @@ int hw_ip_info(const Device &d, const drm_amdgpu_info &info, rvgl_drm_amdgpu_inf
   ip.hw_ip_version_minor = b->minor;
   ip.ib_start_alignment = b->ib_start_alignment;
   ip.ib_size_alignment = b->ib_size_alignment;
-  ip.available_rings = ring_mask(d.ring_count(info.query_hw_ip.type));
+  ip.available_rings = ring_mask(ctx_ring_count(d, info.query_hw_ip.type));
   ip.ip_discovery_version = (b->major << 16) | (b->minor << 8) | b->revision;
   ip.userq_num_slots = b->userq_slots;
   return 0;
@@ -228,20 +288,21 @@ int amdgpu_ioctl_info(DeviceFile &f, void *data) {
       return put(&gds, sizeof(gds));
     }
     case AMDGPU_INFO_VRAM_GTT: {
+      const MemoryView m = memory_view(d);
       drm_amdgpu_info_vram_gtt vg{};
-      vg.vram_size = mem.total(Pool::Vram);
-      vg.vram_cpu_accessible_size =
-          std::min<uint64_t>(vg.vram_size, d.profile().visible_vram_mib << 20);
-      vg.gtt_size = mem.total(Pool::Gtt);
+      vg.vram_size = m.vram_usable;
+      vg.vram_cpu_accessible_size = m.visible_usable;
+      vg.gtt_size = m.gtt_usable;
       return put(&vg, sizeof(vg));
     }
     case AMDGPU_INFO_MEMORY: {
+      const MemoryView v = memory_view(d);
       drm_amdgpu_memory_info m{};
-      const uint64_t vram = mem.total(Pool::Vram), gtt = mem.total(Pool::Gtt);
-      const uint64_t vis = std::min<uint64_t>(vram, d.profile().visible_vram_mib << 20);
-      m.vram = {vram, vram, mem.used(Pool::Vram), vram * 3 / 4};
-      m.cpu_accessible_vram = {vis, vis, std::min(vis, mem.used(Pool::Vram)), vis * 3 / 4};
-      m.gtt = {gtt, gtt, mem.used(Pool::Gtt), gtt * 3 / 4};
+      m.vram = {v.vram_total, v.vram_usable, mem.used(Pool::Vram), v.vram_usable * 3 / 4};
+      m.cpu_accessible_vram = {v.visible_total, v.visible_usable,
+                               std::min(v.visible_total, mem.used(Pool::Vram)),
+                               v.visible_usable * 3 / 4};
+      m.gtt = {v.gtt_total, v.gtt_usable, mem.used(Pool::Gtt), v.gtt_usable * 3 / 4};
       return put(&m, sizeof(m));
     }
     case AMDGPU_INFO_READ_MMR_REG: {
@@ -272,6 +333,15 @@ int amdgpu_ioctl_info(DeviceFile &f, void *data) {
       uint32_t v;
       if (int r = sensor(d, info.sensor_info.type, v)) return r;
       return put32(v);
+    }
+    case AMDGPU_INFO_VIDEO_CAPS: {
+      // amdgpu_kms.c: DECODE or ENCODE, anything else EINVAL; the caps of each codec the part
+      // has (none is emulated: all zero, as for a part without VCN).
+      if (info.video_cap.type != AMDGPU_INFO_VIDEO_CAPS_DECODE &&
+          info.video_cap.type != AMDGPU_INFO_VIDEO_CAPS_ENCODE)
+        return -EINVAL;
+      drm_amdgpu_info_video_caps caps{};
+      return put(&caps, sizeof(caps));
     }
     case AMDGPU_INFO_VRAM_LOST_COUNTER:
       return put32(d.resets().vram_lost.load());

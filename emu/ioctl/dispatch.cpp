@@ -17,6 +17,7 @@
 #include "core/device_file.h"
 #include "core/emulator.h"
 #include "core/runtime_knobs.h"
+#include "fs/sysfs_attributes.h"
 #include "ioctl/drm_ioctl_table.h"
 #include "ioctl/drm_uapi_ext.h"
 #include "ioctl/udmabuf.h"
@@ -51,6 +52,8 @@ int dispatch_drm(DeviceFile &file, unsigned long request, void *arg) {
                  knobs().no_syncobj_eventfd.load(std::memory_order_relaxed)))
     return -EINVAL;
   if (int err = injected(entry->name)) return -err;
+  // drm_ioctl: an unplugged device (drm_dev_is_unplugged) answers nothing but ENODEV.
+  if (device_file_unplugged(file)) return -ENODEV;
   // drm_ioctl_permit(): a render node only runs ioctls marked DRM_RENDER_ALLOW.
   if (!file.primary && !(entry->flags & kRenderAllow)) return -EACCES;
   if (file.primary && (entry->flags & kRenderOnly)) return -EACCES;
@@ -99,6 +102,7 @@ int dispatch_dma_buf(unsigned long request, void *arg) {
 
 int dispatch_ioctl(const std::shared_ptr<OpenFile> &file, unsigned long request, void *arg) {
   counters().ioctls.fetch_add(1, std::memory_order_relaxed);
+  apply_sysfs_writes();  // a `remove` written just before takes effect first
   switch (file->kind()) {
     case OpenFile::Kind::Device:
       return dispatch_drm(static_cast<DeviceFile &>(*file), request, arg);

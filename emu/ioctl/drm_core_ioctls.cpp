@@ -59,11 +59,6 @@ int drm_ioctl_get_magic(DeviceFile &f, void *data) {
   return 0;
 }
 
-int drm_ioctl_auth_magic(DeviceFile &, void *data) {
-  // Only a master authenticates, and magic 0 is never valid (drmIsMaster relies on EINVAL here).
-  return static_cast<drm_auth *>(data)->magic == 0 ? -EINVAL : 0;
-}
-
 int drm_ioctl_get_client(DeviceFile &f, void *data) {
   auto *c = static_cast<drm_client *>(data);
   if (c->idx != 0) return -EINVAL;  // the emulator knows only the caller
@@ -135,10 +130,6 @@ int drm_ioctl_gem_close(DeviceFile &f, void *data) {
   auto *c = static_cast<drm_gem_close *>(data);
   std::lock_guard lk(Emulator::get().mutex());
   return f.close_handle(c->handle) ? 0 : -EINVAL;
-}
-
-int drm_ioctl_gem_flink(DeviceFile &, void *) {
-  return -ENODEV;  // global names are not emulated (render nodes cannot use them anyway)
 }
 
 }  // namespace rvgl::emu

@@ -26,7 +26,7 @@ const DrmIoctl kIoctls[] = {
     CORE(SET_CLIENT_CAP, drm_ioctl_set_client_cap, 0),
     CORE(GEM_CLOSE, drm_ioctl_gem_close, kRenderAllow),
     CORE(GEM_FLINK, drm_ioctl_gem_flink, 0),
-    CORE(GEM_OPEN, drm_ioctl_gem_flink, 0),
+    CORE(GEM_OPEN, drm_ioctl_gem_open, 0),
     CORE(PRIME_HANDLE_TO_FD, drm_ioctl_prime_handle_to_fd, kRenderAllow),
     CORE(PRIME_FD_TO_HANDLE, drm_ioctl_prime_fd_to_handle, kRenderAllow),
     CORE(SYNCOBJ_CREATE, drm_ioctl_syncobj_create, kRenderAllow),

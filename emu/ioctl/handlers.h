@@ -27,6 +27,7 @@ int drm_ioctl_get_cap(DeviceFile &f, void *data);
 int drm_ioctl_set_client_cap(DeviceFile &f, void *data);
 int drm_ioctl_gem_close(DeviceFile &f, void *data);
 int drm_ioctl_gem_flink(DeviceFile &f, void *data);
+int drm_ioctl_gem_open(DeviceFile &f, void *data);
 int drm_ioctl_prime_handle_to_fd(DeviceFile &f, void *data);
 int drm_ioctl_prime_fd_to_handle(DeviceFile &f, void *data);
 int drm_ioctl_syncobj_create(DeviceFile &f, void *data);
@@ -70,8 +71,12 @@ int make_syncobj_fd(std::shared_ptr<Syncobj> syncobj);
 // Reads and resolves a BO list (stride = bo_info_size), as CS and BO_LIST do.
 int read_bo_list(DeviceFile &f, uint64_t ptr, uint32_t count, uint32_t stride,
                  std::vector<std::shared_ptr<BufferObject>> &out);
+// Rings a context may use for an IP: the device's rings capped at amdgpu_ctx_num_entities.
+uint32_t ctx_ring_count(const Device &d, uint32_t ip);
 // amdgpu_ctx_get_entity(): -EINVAL unless the IP, instance and ring exist on the device.
 int validate_entity(const Device &d, uint32_t ip, uint32_t instance, uint32_t ring);
+// Whether f is its primary node's DRM master (drm_gem_names.cpp; state lock held).
+bool drm_file_is_master(const DeviceFile &f);
 // Whether the caller may ask for high scheduling priority (CAP_SYS_NICE, as the kernel checks).
 bool caller_has_sys_nice();
 

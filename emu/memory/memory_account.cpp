@@ -1,6 +1,30 @@
 #include "memory/memory_account.h"
 
+#include <algorithm>
+
 namespace rvgl::emu {
+
+// A pin never takes more than an eighth of a (deliberately small) configured pool.
+MemoryAccount::MemoryAccount(uint64_t vram, uint64_t gtt, uint64_t doorbell, uint64_t vram_pinned,
+                             uint64_t gtt_pinned)
+    : vram_total_(vram),
+      gtt_total_(gtt),
+      doorbell_total_(doorbell),
+      vram_pinned_(std::min(vram_pinned, vram / 8)),
+      gtt_pinned_(std::min(gtt_pinned, gtt / 8)),
+      vram_used_(vram_pinned_),
+      gtt_used_(gtt_pinned_) {}
+
+uint64_t MemoryAccount::pinned(Pool p) const {
+  switch (p) {
+    case Pool::Vram:
+      return vram_pinned_;
+    case Pool::Gtt:
+      return gtt_pinned_;
+    default:
+      return 0;
+  }
+}
 
 std::atomic<uint64_t> *MemoryAccount::counter(Pool p) {
   switch (p) {

@@ -19,7 +19,7 @@
 #include <unordered_map>
 
 #include "amdgpu/amdgpu_device.h"
-#include "amdgpu/device_probe.h"
+#include "context/capset_assembly.h"
 #include "events/event_ring.h"
 #include "context/capture_writer.h"
 #include "context/command_table.h"

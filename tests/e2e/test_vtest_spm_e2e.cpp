@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -106,6 +107,24 @@ void check_trace(const fs::path &p, uint64_t samples, uint32_t xccs, size_t coun
   CHECK(not_rising == 0);
 }
 
+// The XCCs behind the emulated node for a profile, as the emulator presents them: the
+// partition's compute_partition_config/xcc/num_inst (amdgpu_xcp.c), read by a program running
+// under the emulator itself; a part without partitions has no such file and one XCC.
+uint32_t emulated_xccs(const std::string &profile) {
+  const char *preload = std::getenv("RVGL_E2E_PRELOAD");
+  REQUIRE(preload != nullptr);
+  const std::string emu = std::string(preload).substr(0, std::string(preload).find(':'));
+  const std::string cmd = "env LD_PRELOAD=" + emu + " RVGL_EMU_PROFILE=" + profile +
+                          " cat /sys/class/drm/renderD128/device/compute_partition_config/xcc/"
+                          "num_inst 2>/dev/null";
+  FILE *p = popen(cmd.c_str(), "r");
+  REQUIRE(p != nullptr);
+  unsigned n = 0;
+  const bool found = std::fscanf(p, "%u", &n) == 1;
+  pclose(p);
+  return found ? n : 1;
+}
+
 // Runs a program, its output into `log`; returns its exit status (-1 if it did not exit).
 int run_program(const std::vector<std::string> &args, const fs::path &log) {
   std::vector<char *> argv;
@@ -137,13 +156,13 @@ std::string slurp(const fs::path &p) {
 
 TEST_CASE("the demo's spm mode records SPM into a guest blob and exports CSV and trace JSON",
           "[e2e][spm]") {
-  const std::string profile = GENERATE("gfx1100", "gfx942");  // 1 XCC; 8 XCCs per partition
+  const std::string profile = GENERATE("gfx1100", "gfx942");
   INFO("RVGL_EMU_PROFILE=" << profile);
   ServerOptions so;
   so.extra_env = {"RVGL_EMU_PROFILE=" + profile};
   VtestServer server(so);
   auto c = connect(server, "spm-capture");
-  CHECK(c->capset().num_xcc == (profile == "gfx942" ? 8u : 1u));
+  CHECK(c->capset().num_xcc == emulated_xccs(profile));
   REQUIRE((c->capset().features & RVGL_FEATURE_SPM) != 0);
   TempDir out;
   rvgl::demo::SpmCaptureOptions o;

@@ -50,9 +50,12 @@ rvgl_drm_amdgpu_spm_buffer_header header_at(const std::vector<uint8_t> &buf, siz
   return h;
 }
 
-// Lines per sample for the profile under test (Mesa ac_spm layout: 2 global lines + one per SE).
-uint32_t lines_per_sample() {
-  return default_profile() == "gfx942" ? 2 + 4 : 2 + 6;
+// Lines per sample on a one-XCC node (Mesa ac_spm layout: 2 global lines + one per shader
+// engine), from what the node reports.
+uint32_t lines_per_sample(int fd) {
+  rvgl_drm_amdgpu_info_device di{};
+  REQUIRE(query_info(fd, AMDGPU_INFO_DEV_INFO, &di, sizeof(di)) == 0);
+  return 2 + di.base.num_shader_engines;
 }
 
 std::string xccs_default() {
@@ -140,7 +143,7 @@ TEST_CASE("SET_DEST_BUF drains the sample stream into per-XCC slices", "[profile
     CHECK(h.bytes_copied == cap);
     CHECK(h.has_data_loss == 0);
     // Samples: global line 0 of each starts with a 64-bit timestamp that only grows.
-    const uint32_t lps = lines_per_sample();
+    const uint32_t lps = lines_per_sample(f);
     uint64_t last = 0;
     size_t samples = 0;
     for (size_t line = 0; (line + 1) * kLine <= cap; line += lps) {

@@ -41,6 +41,10 @@ class FenceLog {
     std::lock_guard lk(mu_);
     return log_;
   }
+  size_t size() const {
+    std::lock_guard lk(mu_);
+    return log_.size();
+  }
   bool has(uint32_t ring, uint64_t id) const {
     std::lock_guard lk(mu_);
     for (const auto &f : log_)

@@ -5,9 +5,8 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <stdexcept>
-
-#include "amdgpu/asic_table.h"
 
 namespace rvgl::tools_test {
 
@@ -71,9 +70,17 @@ DeviceFacts query_device_facts(const std::string &render_node) {
   f.compute_rings = __builtin_popcount(ip.available_rings);
   check(amdgpu_query_hw_ip_info(dev.get(), AMDGPU_HW_IP_DMA, 0, &ip), "HW_IP_INFO DMA");
   f.sdma_rings = __builtin_popcount(ip.available_rings);
-  const AsicFacts *asic = find_asic(static_cast<uint16_t>(f.device_id));
-  f.marketing_name = asic ? asic->marketing_name : "AMD Radeon Graphics";
-  f.xcc_per_xcp = asic ? asic->xcc_per_xcp : 1;
+  const char *name = amdgpu_get_marketing_name(dev.get());
+  f.marketing_name = name ? name : "AMD Radeon Graphics";
+  // The partition's XCCs as amdgpu_xcp.c reports them; a part without partitions has one.
+  const std::string node = render_node.substr(render_node.find_last_of('/') + 1);
+  const std::string xcc =
+      "/sys/class/drm/" + node + "/device/compute_partition_config/xcc/num_inst";
+  if (FILE *file = std::fopen(xcc.c_str(), "re")) {
+    unsigned n = 0;
+    if (std::fscanf(file, "%u", &n) == 1) f.xcc_per_xcp = n;
+    std::fclose(file);
+  }
   return f;
 }
 

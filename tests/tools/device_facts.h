@@ -1,7 +1,7 @@
 // What the emulated device reports about itself through stock libdrm_amdgpu (not through the
-// project's own probing code), for holding rvgl-info's output against. The marketing name and
-// the XCC count are not kernel facts: they come from the host's ASIC table, looked up by the
-// PCI id the kernel reports (libdrm's amdgpu.ids in Debian 12 predates these devices).
+// project's own probing code), for holding rvgl-info's output against: the marketing name from
+// libdrm_amdgpu (amdgpu_get_marketing_name; Debian 12's amdgpu.ids predates these devices, so
+// the fallback name), the XCC count from the partition's sysfs (amdgpu_xcp.c).
 #pragma once
 
 #include <cstdint>
@@ -17,7 +17,7 @@ struct DeviceFacts {
   uint64_t vram = 0, visible_vram = 0, gtt = 0;
   uint32_t compute_ip_major = 0, compute_ip_minor = 0;
   uint32_t compute_rings = 0, sdma_rings = 0;  // available rings, counted
-  std::string marketing_name;                  // the ASIC table's, or the host's fallback name
+  std::string marketing_name;                  // libdrm_amdgpu's, or the fallback name
   uint32_t xcc_per_xcp = 1;
 };
 

@@ -1,0 +1,420 @@
+// Acceptance (issue 16): where the emulator used to differ from the kernel in ways a program can
+// tell, it now answers as the kernel does. Each case names the kernel function it follows.
+#include <linux/capability.h>
+#include <sys/syscall.h>
+
+#include <bitset>
+
+#include <catch2/catch.hpp>
+
+#include "emu_test_support.h"
+
+using namespace rvgl::emu_test;
+
+namespace {
+
+drm_amdgpu_info_hw_ip hw_ip(int fd, uint32_t ip) {
+  drm_amdgpu_info_hw_ip info{};
+  REQUIRE(query_info(fd, AMDGPU_INFO_HW_IP_INFO, &info, sizeof(info), ip) == 0);
+  return info;
+}
+
+uint32_t ctx_state1(int fd, uint32_t ctx) {
+  drm_amdgpu_ctx a{};
+  a.in.op = AMDGPU_CTX_OP_QUERY_STATE;
+  a.in.ctx_id = ctx;
+  REQUIRE(xioctl(fd, DRM_IOCTL_AMDGPU_CTX, &a) == 0);
+  return a.out.state.reset_status;
+}
+
+// A compute job of PM4 packets in its own IB slot of `ibs`.
+int compute_job(int fd, uint32_t ctx, const GpuBuffer &ibs, uint64_t slot,
+                const std::vector<uint32_t> &ib, uint64_t *seq) {
+  return submit(fd, ctx, AMDGPU_HW_IP_COMPUTE, 0, place_ib(ibs, slot * 4096, ib),
+                static_cast<uint32_t>(ib.size() * 4), seq);
+}
+
+// Drops CAP_SYS_ADMIN from this thread's effective set for one scope (the kernel authenticates
+// every opener that has it, which would hide what DRM_AUTH does for everyone else).
+class WithoutSysAdmin {
+ public:
+  WithoutSysAdmin() {
+    syscall(SYS_capget, &hdr_, saved_);
+    __user_cap_data_struct d[2];
+    std::memcpy(d, saved_, sizeof(d));
+    d[CAP_SYS_ADMIN / 32].effective &= ~(1u << (CAP_SYS_ADMIN % 32));
+    syscall(SYS_capset, &hdr_, d);
+  }
+  ~WithoutSysAdmin() { syscall(SYS_capset, &hdr_, saved_); }
+
+ private:
+  __user_cap_header_struct hdr_{_LINUX_CAPABILITY_VERSION_3, 0};
+  __user_cap_data_struct saved_[2]{};
+};
+
+}  // namespace
+
+// amdgpu_kms.c amdgpu_hw_ip_info: num_rings = min(amdgpu_ctx_num_entities[type], num_rings);
+// amdgpu_ctx.c amdgpu_ctx_get_entity: ring >= amdgpu_ctx_num_entities[hw_ip] is -EINVAL.
+TEST_CASE("rings are capped at amdgpu_ctx_num_entities: 4 compute, 2 SDMA", "[kernel][rings]") {
+  Fd fd = open_render();
+  REQUIRE(fd.get() >= 0);
+  const drm_amdgpu_info_hw_ip compute = hw_ip(fd.get(), AMDGPU_HW_IP_COMPUTE);
+  const drm_amdgpu_info_hw_ip sdma = hw_ip(fd.get(), AMDGPU_HW_IP_DMA);
+  CHECK(compute.available_rings == 0xfu);
+  CHECK(sdma.available_rings == 0x3u);
+
+  GpuBuffer buf;
+  REQUIRE(buf.create(fd.get(), 64 * 1024, 0x800000) == 0);
+  uint32_t ctx = 0;
+  REQUIRE(ctx_create(fd.get(), &ctx) == 0);
+  std::vector<uint32_t> pm4ib;
+  pm4::nop1(pm4ib);
+  pm4::nop1(pm4ib);
+  const uint64_t pm4_va = place_ib(buf, 0, pm4ib);
+  std::vector<uint32_t> sdmaib;
+  sdma::nop(sdmaib);
+  const uint64_t sdma_va = place_ib(buf, 4096, sdmaib);
+  uint64_t seq = 0;
+  for (uint32_t ring = 0; ring < 4; ++ring) {
+    REQUIRE(submit(fd.get(), ctx, AMDGPU_HW_IP_COMPUTE, ring, pm4_va, 8, &seq) == 0);
+    CHECK(wait_cs(fd.get(), ctx, AMDGPU_HW_IP_COMPUTE, ring, seq, abs_timeout_ms(5000)) == 0);
+  }
+  CHECK(submit(fd.get(), ctx, AMDGPU_HW_IP_COMPUTE, 4, pm4_va, 8, &seq) == -EINVAL);
+  CHECK(submit(fd.get(), ctx, AMDGPU_HW_IP_COMPUTE, 7, pm4_va, 8, &seq) == -EINVAL);
+  for (uint32_t ring = 0; ring < 2; ++ring) {
+    REQUIRE(submit(fd.get(), ctx, AMDGPU_HW_IP_DMA, ring, sdma_va, 4, &seq) == 0);
+    CHECK(wait_cs(fd.get(), ctx, AMDGPU_HW_IP_DMA, ring, seq, abs_timeout_ms(5000)) == 0);
+  }
+  CHECK(submit(fd.get(), ctx, AMDGPU_HW_IP_DMA, 2, sdma_va, 4, &seq) == -EINVAL);
+  CHECK(wait_cs(fd.get(), ctx, AMDGPU_HW_IP_COMPUTE, 4, 1, 0) == -EINVAL);
+}
+
+// amdgpu_ctx.c amdgpu_ctx_query: UNKNOWN_RESET once per change of adev->gpu_reset_counter since
+// the context's last query, NO_RESET otherwise; it never answers GUILTY or INNOCENT.
+TEST_CASE("CTX QUERY_STATE (v1) reports a reset once, as UNKNOWN_RESET", "[kernel][ctx]") {
+  Fd fd = open_render();
+  REQUIRE(fd.get() >= 0);
+  GpuBuffer buf;
+  REQUIRE(buf.create(fd.get(), 64 * 1024, 0x800000) == 0);
+  uint32_t victim = 0, bystander = 0;
+  REQUIRE(ctx_create(fd.get(), &victim) == 0);
+  REQUIRE(ctx_create(fd.get(), &bystander) == 0);
+  CHECK(ctx_state1(fd.get(), victim) == AMDGPU_CTX_NO_RESET);
+
+  SECTION("an injected hang: the guilty context too hears UNKNOWN_RESET, then NO_RESET") {
+    Knob lockup("RVGL_EMU_LOCKUP_TIMEOUT_MS", "50", "2000");
+    Knob hang("RVGL_EMU_HANG_JOB", "1", "0");
+    std::vector<uint32_t> ib;
+    sdma::nop(ib);
+    uint64_t seq = 0;
+    REQUIRE(submit(fd.get(), victim, AMDGPU_HW_IP_DMA, 0, place_ib(buf, 0, ib), 4, &seq) == 0);
+    CHECK(wait_cs(fd.get(), victim, AMDGPU_HW_IP_DMA, 0, seq, abs_timeout_ms(5000)) == -ETIME);
+    CHECK((ctx_state2(fd.get(), victim) & AMDGPU_CTX_QUERY2_FLAGS_GUILTY) != 0);
+    CHECK(ctx_state1(fd.get(), victim) == AMDGPU_CTX_UNKNOWN_RESET);
+    CHECK(ctx_state1(fd.get(), victim) == AMDGPU_CTX_NO_RESET);
+    CHECK(ctx_state1(fd.get(), victim) == AMDGPU_CTX_NO_RESET);
+    CHECK(ctx_state1(fd.get(), bystander) == AMDGPU_CTX_UNKNOWN_RESET);
+    CHECK(ctx_state1(fd.get(), bystander) == AMDGPU_CTX_NO_RESET);
+  }
+  SECTION("an innocent reset: once per reset, for every context") {
+    Knob reset("RVGL_EMU_RESET_JOB", "1", "0");
+    std::vector<uint32_t> ib;
+    sdma::nop(ib);
+    uint64_t seq = 0;
+    for (int round = 0; round < 2; ++round) {
+      uint32_t c = 0;
+      REQUIRE(ctx_create(fd.get(), &c) == 0);  // its first job is the one the reset takes
+      REQUIRE(submit(fd.get(), c, AMDGPU_HW_IP_DMA, 0, place_ib(buf, 0, ib), 4, &seq) == 0);
+      CHECK(wait_cs(fd.get(), c, AMDGPU_HW_IP_DMA, 0, seq, abs_timeout_ms(5000)) == -ECANCELED);
+      CHECK(ctx_state1(fd.get(), bystander) == AMDGPU_CTX_UNKNOWN_RESET);
+      CHECK(ctx_state1(fd.get(), bystander) == AMDGPU_CTX_NO_RESET);
+      REQUIRE(ctx_free(fd.get(), c) == 0);
+    }
+    // A context created after the resets has seen none of them.
+    uint32_t late = 0;
+    REQUIRE(ctx_create(fd.get(), &late) == 0);
+    CHECK(ctx_state1(fd.get(), late) == AMDGPU_CTX_NO_RESET);
+  }
+}
+
+// amdgpu_kms.c AMDGPU_INFO_VIDEO_CAPS: DECODE and ENCODE fill drm_amdgpu_info_video_caps (here:
+// no codec valid), any other type is -EINVAL.
+TEST_CASE("INFO VIDEO_CAPS answers both directions with no codecs", "[kernel][info]") {
+  Fd fd = open_render();
+  REQUIRE(fd.get() >= 0);
+  for (uint32_t type : {AMDGPU_INFO_VIDEO_CAPS_DECODE, AMDGPU_INFO_VIDEO_CAPS_ENCODE}) {
+    drm_amdgpu_info_video_caps caps;
+    std::memset(&caps, 0xa5, sizeof(caps));
+    drm_amdgpu_info a{};
+    a.return_pointer = reinterpret_cast<uintptr_t>(&caps);
+    a.return_size = sizeof(caps);
+    a.query = AMDGPU_INFO_VIDEO_CAPS;
+    a.video_cap.type = type;
+    REQUIRE(xioctl(fd.get(), DRM_IOCTL_AMDGPU_INFO, &a) == 0);
+    const drm_amdgpu_info_video_caps zero{};
+    CHECK(std::memcmp(&caps, &zero, sizeof(caps)) == 0);
+  }
+  uint32_t v = 0;
+  drm_amdgpu_info a{};
+  a.return_pointer = reinterpret_cast<uintptr_t>(&v);
+  a.return_size = sizeof(v);
+  a.query = AMDGPU_INFO_VIDEO_CAPS;
+  a.video_cap.type = 2;
+  CHECK(xioctl(fd.get(), DRM_IOCTL_AMDGPU_INFO, &a) == -EINVAL);
+}
+
+// gfx_v11_0.c gfx_v11_0_get_cu_info: SE i, SA j at bitmap[i % 4][j + (i / 4) * 2], the first
+// two active CUs of each array always on; gfx_v9_4_3.c gfx_v9_4_3_get_cu_info: bitmap[xcc][se][sa]
+// with every active CU always on, DEV_INFO carrying XCC 0 (amdgpu_kms.c copies bitmap[0]).
+// ao_cu_mask packs SE 0-1 / SA 0-1 at se * 16 + sa * 8 in both.
+TEST_CASE("DEV_INFO CU bitmaps cover every active CU of XCC 0", "[kernel][info]") {
+  Fd fd = open_render();
+  REQUIRE(fd.get() >= 0);
+  rvgl_drm_amdgpu_info_device di{};
+  REQUIRE(query_info(fd.get(), AMDGPU_INFO_DEV_INFO, &di, sizeof(di)) == 0);
+  const drm_amdgpu_info_device &b = di.base;
+  uint32_t bits = 0, ao_bits = 0;
+  for (int r = 0; r < 4; ++r)
+    for (int c = 0; c < 4; ++c) {
+      bits += std::bitset<32>(b.cu_bitmap[r][c]).count();
+      ao_bits += std::bitset<32>(b.cu_ao_bitmap[r][c]).count();
+      CHECK((b.cu_ao_bitmap[r][c] & ~b.cu_bitmap[r][c]) == 0);
+      CHECK(b.cu_bitmap[r][c] < (1u << b.num_cu_per_sh));
+    }
+  uint32_t packed = 0;
+  for (uint32_t se = 0; se < 2; ++se)
+    for (uint32_t sa = 0; sa < 2; ++sa)
+      packed |= b.cu_ao_bitmap[se][sa] << (se * 16 + sa * 8);
+  CHECK(b.cu_ao_mask == packed);
+  const uint32_t arrays = b.num_shader_engines * b.num_shader_arrays_per_engine;
+  if (b.family >= RVGL_AMDGPU_FAMILY_GC_11_0_0) {
+    // One XCC: the bitmap holds every CU the count reports, SE 4 and up in columns 2-3.
+    CHECK(bits == b.cu_active_number);
+    CHECK(ao_bits == 2 * arrays);
+    for (uint32_t se = 0; se < 8; ++se)
+      for (uint32_t sa = 0; sa < 2; ++sa) {
+        const uint32_t cell = b.cu_bitmap[se % 4][sa + (se / 4) * 2];
+        if (se < b.num_shader_engines && sa < b.num_shader_arrays_per_engine)
+          CHECK(cell != 0);
+        else
+          CHECK(cell == 0);
+      }
+  } else {
+    // XCC 0 of a partitioned part: its share of the count; every active CU always on.
+    REQUIRE(bits != 0);
+    CHECK(b.cu_active_number % bits == 0);
+    CHECK(ao_bits == bits);
+  }
+}
+
+// drm_gem.c drm_gem_flink_ioctl / drm_gem_open_ioctl (DRM_AUTH, not DRM_RENDER_ALLOW): names are
+// per device from 1, an object keeps its name, a name dies with the object's handles.
+// drm_auth.c: the first opener is master and authenticated, others after the master's
+// AUTH_MAGIC; drm_file_alloc authenticates CAP_SYS_ADMIN openers.
+TEST_CASE("GEM_FLINK and GEM_OPEN share objects by global name on the primary node",
+          "[kernel][gem]") {
+  Fd master(open("/dev/dri/card0", O_RDWR | O_CLOEXEC));
+  REQUIRE(master.get() >= 0);
+  uint32_t h = 0;
+  REQUIRE(gem_create(master.get(), 8192, AMDGPU_GEM_DOMAIN_GTT, 0, &h) == 0);
+  auto *mp = static_cast<uint32_t *>(gem_cpu_map(master.get(), h, 8192));
+  REQUIRE(mp != nullptr);
+  mp[5] = 0x5eed;
+  drm_gem_flink fl{};
+  fl.handle = h;
+  REQUIRE(xioctl(master.get(), DRM_IOCTL_GEM_FLINK, &fl) == 0);
+  CHECK(fl.name >= 1);
+  drm_gem_flink again{};
+  again.handle = h;
+  REQUIRE(xioctl(master.get(), DRM_IOCTL_GEM_FLINK, &again) == 0);
+  CHECK(again.name == fl.name);
+  drm_gem_flink bad{};
+  bad.handle = h + 1000;
+  CHECK(xioctl(master.get(), DRM_IOCTL_GEM_FLINK, &bad) == -ENOENT);
+
+  Fd render = open_render();
+  REQUIRE(render.get() >= 0);
+  drm_gem_open op{};
+  op.name = fl.name;
+  CHECK(xioctl(render.get(), DRM_IOCTL_GEM_OPEN, &op) == -EACCES);  // no DRM_RENDER_ALLOW
+
+  Fd other(open("/dev/dri/card0", O_RDWR | O_CLOEXEC));
+  REQUIRE(other.get() >= 0);
+  {
+    WithoutSysAdmin drop;
+    CHECK(xioctl(other.get(), DRM_IOCTL_GEM_OPEN, &op) == -EACCES);  // not authenticated
+    drm_auth magic{};
+    REQUIRE(xioctl(other.get(), DRM_IOCTL_GET_MAGIC, &magic) == 0);
+    CHECK(xioctl(other.get(), DRM_IOCTL_AUTH_MAGIC, &magic) == -EACCES);  // not the master
+    drm_auth zero{};
+    CHECK(xioctl(master.get(), DRM_IOCTL_AUTH_MAGIC, &zero) == -EINVAL);  // drmIsMaster's probe
+    REQUIRE(xioctl(master.get(), DRM_IOCTL_AUTH_MAGIC, &magic) == 0);
+    REQUIRE(xioctl(other.get(), DRM_IOCTL_GEM_OPEN, &op) == 0);
+  }
+  CHECK(op.size == 8192);
+  auto *op_map = static_cast<uint32_t *>(gem_cpu_map(other.get(), op.handle, 8192));
+  REQUIRE(op_map != nullptr);
+  CHECK(op_map[5] == 0x5eed);  // the same pages
+  drm_gem_open unknown{};
+  unknown.name = fl.name + 1000;
+  CHECK(xioctl(other.get(), DRM_IOCTL_GEM_OPEN, &unknown) == -ENOENT);
+
+  munmap(op_map, 8192);
+  munmap(mp, 8192);
+  REQUIRE(gem_close(other.get(), op.handle) == 0);
+  REQUIRE(gem_close(master.get(), h) == 0);
+  drm_gem_open gone{};
+  gone.name = fl.name;
+  CHECK(xioctl(master.get(), DRM_IOCTL_GEM_OPEN, &gone) == -ENOENT);
+}
+
+// amdgpu_kms.c AMDGPU_INFO_VRAM_GTT / AMDGPU_INFO_MEMORY: usable = real size - pinned -
+// AMDGPU_VM_RESERVED_VRAM (8 MiB); usage counts the kernel's pinned objects; GTT subtracts
+// gart_pin_size.
+TEST_CASE("VRAM and GTT accounting subtracts what the kernel keeps", "[kernel][info]") {
+  Fd fd = open_render();
+  REQUIRE(fd.get() >= 0);
+  drm_amdgpu_memory_info m{};
+  REQUIRE(query_info(fd.get(), AMDGPU_INFO_MEMORY, &m, sizeof(m)) == 0);
+  drm_amdgpu_info_vram_gtt vg{};
+  REQUIRE(query_info(fd.get(), AMDGPU_INFO_VRAM_GTT, &vg, sizeof(vg)) == 0);
+  const uint64_t reserved = 8ull << 20;
+  CHECK(vg.vram_size == m.vram.usable_heap_size);
+  CHECK(vg.gtt_size == m.gtt.usable_heap_size);
+  CHECK(vg.vram_cpu_accessible_size == m.cpu_accessible_vram.usable_heap_size);
+  REQUIRE(m.vram.usable_heap_size + reserved < m.vram.total_heap_size);  // something is pinned
+  const uint64_t pinned = m.vram.total_heap_size - m.vram.usable_heap_size - reserved;
+  CHECK(m.vram.heap_usage >= pinned);  // the pins are in the usage
+  CHECK(m.vram.max_allocation == m.vram.usable_heap_size * 3 / 4);
+  CHECK(m.gtt.usable_heap_size < m.gtt.total_heap_size);
+  CHECK(m.gtt.heap_usage >= m.gtt.total_heap_size - m.gtt.usable_heap_size);
+  CHECK(m.cpu_accessible_vram.usable_heap_size <= m.vram.usable_heap_size);
+  uint64_t usage = 0;
+  REQUIRE(query_info(fd.get(), AMDGPU_INFO_VRAM_USAGE, &usage, 8) == 0);
+  CHECK(usage == m.vram.heap_usage);
+
+  // What is not pinned can be allocated (pages are touched only on use), and not a page more:
+  // a VRAM-only object past it lands in GTT.
+  const uint64_t room = (m.vram.total_heap_size - m.vram.heap_usage) & ~uint64_t{4095};
+  uint32_t big = 0, more = 0;
+  REQUIRE(gem_create(fd.get(), room, AMDGPU_GEM_DOMAIN_VRAM, 0, &big) == 0);
+  uint64_t after = 0, gtt_before = 0, gtt_after = 0;
+  REQUIRE(query_info(fd.get(), AMDGPU_INFO_VRAM_USAGE, &after, 8) == 0);
+  CHECK(after == usage + room);
+  REQUIRE(query_info(fd.get(), AMDGPU_INFO_GTT_USAGE, &gtt_before, 8) == 0);
+  REQUIRE(gem_create(fd.get(), 4096, AMDGPU_GEM_DOMAIN_VRAM, 0, &more) == 0);
+  REQUIRE(query_info(fd.get(), AMDGPU_INFO_GTT_USAGE, &gtt_after, 8) == 0);
+  CHECK(gtt_after == gtt_before + 4096);
+  REQUIRE(gem_close(fd.get(), more) == 0);
+  REQUIRE(gem_close(fd.get(), big) == 0);
+}
+
+// Register-state packets are register writes; a packet that needs shaders fails the job as a
+// hang the kernel recovered from would (amdgpu_job.c amdgpu_job_timedout: the fence carries
+// -ETIME, the context is guilty; amdgpu_cs.c: a guilty context's CS is -ECANCELED).
+TEST_CASE("PM4 register state is absorbed; a dispatch fails the job like a hang",
+          "[kernel][packets]") {
+  Fd fd = open_render();
+  REQUIRE(fd.get() >= 0);
+  GpuBuffer ibs, data;
+  REQUIRE(ibs.create(fd.get(), 64 * 1024, 0x800000) == 0);
+  REQUIRE(data.create(fd.get(), 4096, 0xa00000) == 0);
+  uint32_t ctx = 0;
+  REQUIRE(ctx_create(fd.get(), &ctx) == 0);
+
+  // What RADV's preamble looks like: CONTEXT_CONTROL, CLEAR_STATE, SET_*_REG runs.
+  std::vector<uint32_t> ib{
+      pm4::packet3(0x28, 2), 0x80000000u, 0x80000000u,     // CONTEXT_CONTROL
+      pm4::packet3(0x12, 1), 0,                            // CLEAR_STATE
+      pm4::packet3(0x69, 3), 0x0a0,       1,           2,  // SET_CONTEXT_REG x2
+      pm4::packet3(0x76, 2), 0x204,       0x1234,          // SET_SH_REG
+      pm4::packet3(0x79, 2), 0x1d0,       7,               // SET_UCONFIG_REG
+      pm4::packet3(0x68, 2), 0x010,       9,               // SET_CONFIG_REG
+      pm4::packet3(0x9b, 2), 0x204,       0x1234,          // SET_SH_REG_INDEX
+  };
+  pm4::write_data(ib, data.va, {0xc0ffee});
+  // COPY_DATA immediate -> memory (SRC_SEL 5, DST_SEL 5).
+  ib.insert(ib.end(), {pm4::packet3(0x40, 5), 5u | (5u << 8), 0x77, 0, uint32_t(data.va + 8),
+                       uint32_t((data.va + 8) >> 32)});
+  uint64_t seq = 0;
+  REQUIRE(compute_job(fd.get(), ctx, ibs, 0, ib, &seq) == 0);
+  CHECK(wait_cs(fd.get(), ctx, AMDGPU_HW_IP_COMPUTE, 0, seq, abs_timeout_ms(5000)) == 0);
+  CHECK(data.u32()[0] == 0xc0ffee);
+  CHECK(data.u32()[2] == 0x77);
+  CHECK(ctx_state2(fd.get(), ctx) == 0);
+
+  // DISPATCH_DIRECT (0x15) after state: the job fails and writes nothing after the dispatch.
+  std::vector<uint32_t> disp{pm4::packet3(0x76, 2), 0x204, 0x1234,         // SET_SH_REG
+                             pm4::packet3(0x15, 4), 1,     1,      1, 0};  // DISPATCH_DIRECT 1x1x1
+  pm4::write_data(disp, data.va + 4, {0xbad});
+  REQUIRE(compute_job(fd.get(), ctx, ibs, 1, disp, &seq) == 0);
+  CHECK(wait_cs(fd.get(), ctx, AMDGPU_HW_IP_COMPUTE, 0, seq, abs_timeout_ms(5000)) == -ETIME);
+  CHECK(data.u32()[1] == 0);
+  CHECK((ctx_state2(fd.get(), ctx) & AMDGPU_CTX_QUERY2_FLAGS_GUILTY) != 0);
+  CHECK(compute_job(fd.get(), ctx, ibs, 0, ib, &seq) == -ECANCELED);
+
+  // A draw on another context ends the same way; the first context's state is unchanged.
+  uint32_t ctx2 = 0;
+  REQUIRE(ctx_create(fd.get(), &ctx2) == 0);
+  std::vector<uint32_t> draw{pm4::packet3(0x2d, 2), 3, 2};  // DRAW_INDEX_AUTO
+  REQUIRE(compute_job(fd.get(), ctx2, ibs, 2, draw, &seq) == 0);
+  CHECK(wait_cs(fd.get(), ctx2, AMDGPU_HW_IP_COMPUTE, 0, seq, abs_timeout_ms(5000)) == -ETIME);
+  CHECK(compute_job(fd.get(), ctx2, ibs, 0, ib, &seq) == -ECANCELED);
+}
+
+// amdgpu_xcp.c / amdgpu_gfx.c: a partitionable part reports its mode and each partition's XCCs
+// in sysfs; DEV_INFO's count covers the node's XCCs while its bitmap holds XCC 0.
+TEST_CASE("compute partitions are described as amdgpu's sysfs does", "[kernel][partition]") {
+  auto read_text = [](const std::string &path) {
+    std::string out;
+    if (FILE *f = fopen(path.c_str(), "re")) {
+      char buf[64] = {};
+      if (fgets(buf, sizeof(buf), f)) out = buf;
+      fclose(f);
+    }
+    return out;
+  };
+  auto xcc_bits = [](int fd, uint32_t &count) {
+    rvgl_drm_amdgpu_info_device di{};
+    REQUIRE(query_info(fd, AMDGPU_INFO_DEV_INFO, &di, sizeof(di)) == 0);
+    uint32_t bits = 0;
+    for (auto &row : di.base.cu_bitmap)
+      for (uint32_t cell : row)
+        bits += std::bitset<32>(cell).count();
+    count = di.base.cu_active_number;
+    return bits;
+  };
+  const std::string dev = "/sys/class/drm/renderD128/device/";
+  const std::string num_inst = read_text(dev + "compute_partition_config/xcc/num_inst");
+  Fd fd = open_render();
+  REQUIRE(fd.get() >= 0);
+  uint32_t count = 0;
+  const uint32_t bits = xcc_bits(fd.get(), count);
+  if (num_inst.empty()) {
+    // No partitions: one XCC, and no partition attributes at all.
+    CHECK(count == bits);
+    CHECK(read_text(dev + "current_compute_partition").empty());
+    return;
+  }
+  const uint32_t xccs = static_cast<uint32_t>(std::stoul(num_inst));
+  CHECK(count == bits * xccs);
+  CHECK(read_text(dev + "compute_partition_config/xcp_config") ==
+        read_text(dev + "current_compute_partition"));
+  CHECK(read_text(dev + "available_compute_partition") == "SPX, DPX, QPX, CPX\n");
+  fd.reset();
+  // Fewer XCCs per node: a partitioned mode, which the node then describes.
+  for (const auto &[per_node, mode] :
+       {std::pair{xccs / 2, "DPX\n"}, std::pair{xccs / 4, "QPX\n"}, std::pair{1u, "CPX\n"}}) {
+    Knob k("RVGL_EMU_XCCS", std::to_string(per_node), "0");
+    REQUIRE(k.rc() == 0);
+    CHECK(read_text(dev + "current_compute_partition") == mode);
+    CHECK(read_text(dev + "compute_partition_config/xcc/num_inst") ==
+          std::to_string(per_node) + "\n");
+    Fd part = open_render();
+    REQUIRE(part.get() >= 0);
+    uint32_t part_count = 0;
+    CHECK(xcc_bits(part.get(), part_count) == bits);
+    CHECK(part_count == bits * per_node);
+  }
+}
