@@ -219,6 +219,17 @@ TEST_CASE("a user queue that faults is reported lost and hung by QUEUE_STATE", "
   CHECK(st.error == -ETIME);
   CHECK(g.compute_rptr() == 0);           // the engine stopped on the first packet
   CHECK(g.data.ptr<uint32_t>()[0] == 0);  // and ran nothing after it
+  // Published after its records: exactly one VM_FAULT and one QUEUE_HANG name the queue.
+  const auto *hdr = reinterpret_cast<const rvgl_shmem_header *>(g.h.shmem());
+  REQUIRE(hdr->event_wptr == 2);
+  std::vector<uint32_t> types;
+  for (uint32_t i = 0; i < 2; ++i) {
+    rvgl_event e;
+    std::memcpy(&e, g.h.shmem() + RVGL_EVENT_RING_OFFSET + i * sizeof(e), sizeof(e));
+    CHECK(e.queue == q);
+    types.push_back(e.type);
+  }
+  CHECK(types == std::vector<uint32_t>{RVGL_EVENT_VM_FAULT, RVGL_EVENT_QUEUE_HANG});
   // The state stays what it became; destroying the queue frees its doorbell.
   CHECK(g.h.queue_state(q).flags == (RVGL_QUEUE_FLAG_HANG | RVGL_QUEUE_FLAG_VM_FAULT));
   CHECK(g.h.queue_destroy(q) == 0);
