@@ -139,24 +139,9 @@ uint64_t KernelQueue::first_failed_seq() const {
   return 0;
 }
 
-KernelQueue::Status KernelQueue::status() const {
-  std::lock_guard lk(status_mu_);
-  return status_;
-}
-
-void KernelQueue::publish(const Status &s) {
-  std::lock_guard lk(status_mu_);
-  status_ = s;
-}
-
 void KernelQueue::fill_state(rvgl_rsp_queue_state *rsp) const {
-  const Status s = status();
-  rsp->state = s.lost ? RVGL_QUEUE_STATE_LOST : RVGL_QUEUE_STATE_OK;
-  rsp->flags = s.flags;
-  rsp->error = s.error;
-  rsp->last_submitted_seq = last_submitted();
-  // What the completion engine has seen: no ioctl on the VMM's thread.
-  rsp->last_completed_seq = timeline_->known_reached();
+  // Completed: what the completion engine has seen (no ioctl on the VMM's thread).
+  status_.fill(rsp, last_submitted(), timeline_->known_reached());
 }
 
 }  // namespace rvgl

@@ -4,7 +4,7 @@
 //
 // Threads: submit() on the VMM's thread only. The health fields are written by the context's
 // QueueHealth (on the completion engine's thread) and read by QUEUE_STATE on the VMM's thread,
-// under status_mu_.
+// through status_ (PublishedStatus).
 #pragma once
 
 #include <atomic>
@@ -17,6 +17,7 @@
 
 #include "amdgpu/amdgpu_device.h"
 #include "queue/sync_timeline.h"
+#include "queue/queue_status.h"
 #include "rocm_virgl_protocol.h"
 
 namespace rvgl {
@@ -53,13 +54,9 @@ class KernelQueue {
   uint64_t first_failed_seq() const;
 
   // ---- published health (written by QueueHealth only) ----
-  struct Status {
-    bool lost = false;
-    int error = 0;
-    uint32_t flags = 0;  // RVGL_QUEUE_FLAG_*
-  };
-  Status status() const;
-  void publish(const Status &s);
+  using Status = QueueStatus;
+  Status status() const { return status_.get(); }
+  void publish(const Status &s) { status_.publish(s); }
   // Fills state/flags/error/seqs of a QUEUE_STATE response from what was published.
   void fill_state(rvgl_rsp_queue_state *rsp) const;
 
@@ -79,8 +76,7 @@ class KernelQueue {
   static constexpr size_t kRecent = 256;
   std::deque<std::pair<uint64_t, uint64_t>> recent_;  // (seq, kernel handle)
 
-  mutable std::mutex status_mu_;
-  Status status_;
+  PublishedStatus status_;
 };
 
 }  // namespace rvgl

@@ -54,23 +54,8 @@ UserQueue::Observation UserQueue::observe() const {
   return o;
 }
 
-UserQueue::Status UserQueue::status() const {
-  std::lock_guard lk(mu_);
-  return status_;
-}
-
-void UserQueue::publish(const Status &s) {
-  std::lock_guard lk(mu_);
-  status_ = s;
-}
-
 void UserQueue::fill_state(rvgl_rsp_queue_state *rsp) const {
-  const Status s = status();
-  rsp->state = s.lost ? RVGL_QUEUE_STATE_LOST : RVGL_QUEUE_STATE_OK;
-  rsp->flags = s.flags;
-  rsp->error = s.error;
-  rsp->last_submitted_seq = 0;
-  rsp->last_completed_seq = 0;
+  status_.fill(rsp, 0, 0);  // the host is not on the ring's path: no seqs
 }
 
 UserQueue::~UserQueue() {

@@ -9,6 +9,7 @@
 
 #include "amdgpu/amdgpu_device.h"
 #include "memory/memory_object.h"
+#include "queue/queue_status.h"
 #include "rocm_virgl_protocol.h"
 
 namespace rvgl {
@@ -34,13 +35,9 @@ class UserQueue {
 
   // Published by the context's QueueHealth (the one classifier); a condition once seen stays (the
   // kernel may remap a hung queue after a reset; the guest's ring state is gone all the same).
-  struct Status {
-    bool lost = false;
-    int error = 0;
-    uint32_t flags = 0;  // RVGL_QUEUE_FLAG_*
-  };
-  Status status() const;
-  void publish(const Status &s);
+  using Status = QueueStatus;
+  Status status() const { return status_.get(); }
+  void publish(const Status &s) { status_.publish(s); }
   // Fills state/flags/error of a QUEUE_STATE response from what was published. The seqs stay 0:
   // the host is not on the ring's path (any thread).
   void fill_state(rvgl_rsp_queue_state *rsp) const;
@@ -58,8 +55,7 @@ class UserQueue {
   uint32_t queue_id_;
   std::shared_ptr<MemoryObject> doorbell_;
   uint32_t doorbell_offset_;
-  mutable std::mutex mu_;
-  Status status_;
+  PublishedStatus status_;
 };
 
 }  // namespace rvgl
