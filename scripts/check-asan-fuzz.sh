@@ -20,7 +20,22 @@ mapfile -t tests < <(meson test -C "$builddir" --list --no-rebuild 2>/dev/null |
                      sed -n 's|^.* / ||p' | grep -v -e e2e -e preload -e stock)
 [ ${#tests[@]} -gt 0 ] || { echo "check-asan-fuzz: no tests listed" >&2; exit 1; }
 echo "ASan+UBSan: ${#tests[@]} suites: ${tests[*]}"
-meson test -C "$builddir" --print-errorlogs --num-processes 2 "${tests[@]}"
+# vrend (hooks-virgl2 and the QEMU profiles, which create legacy GL contexts) loads Mesa's software
+# GL driver and dlcloses it at exit: what the driver's statics still pointed to then looks like a
+# leak "from an unknown module" to LSan. Those suites run with the driver kept loaded, so LSan
+# still checks everything of ours there.
+vrend=() rest=()
+for t in "${tests[@]}"; do
+  case $t in hooks-virgl2 | hooks-profile-*) vrend+=("$t") ;; *) rest+=("$t") ;; esac
+done
+meson test -C "$builddir" --print-errorlogs --num-processes 2 "${rest[@]}"
+if [ ${#vrend[@]} -gt 0 ]; then
+  dri=$(ls /usr/lib/*/dri/swrast_dri.so 2>/dev/null | head -n 1 || true)
+  wrapper=()
+  [ -n "$dri" ] && wrapper=(--wrapper "env LD_PRELOAD=$dri")
+  ASAN_OPTIONS=$ASAN_OPTIONS:verify_asan_link_order=0 \
+    meson test -C "$builddir" --print-errorlogs --num-processes 2 "${wrapper[@]}" "${vrend[@]}"
+fi
 
 for h in protocol api vtest lifecycle; do
   corpus=$(mktemp -d)

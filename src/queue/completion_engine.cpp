@@ -278,7 +278,9 @@ void CompletionEngine::run_eventfd() {
     std::lock_guard calls(calls_mu_);
     for (int i = 0; i < n; ++i) {
       uint64_t v;
-      if (events[i].data.u64 == 0) {
+      // epoll_event is packed on x86-64: copy the id out rather than bind a reference to it.
+      const uint64_t id = events[i].data.u64;
+      if (id == 0) {
         [[maybe_unused]] ssize_t r = read(wake_efd_.get(), &v, sizeof(v));
         continue;
       }
@@ -286,7 +288,7 @@ void CompletionEngine::run_eventfd() {
       uint64_t point = 0;
       {
         std::lock_guard lk(mu_);
-        auto it = entries_.find(events[i].data.u64);
+        auto it = entries_.find(id);
         if (it == entries_.end()) continue;  // removed while the event was on its way
         [[maybe_unused]] ssize_t r = read(it->second.efd.get(), &v, sizeof(v));
         point = it->second.armed;

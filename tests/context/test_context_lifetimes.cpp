@@ -150,6 +150,12 @@ TEST_CASE("lifetimes #3: detach returns a userptr blob's objects at once", "[con
   CHECK(usage(h).objects == 0);
 }
 
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define RVGL_TEST_ASAN 1
+#endif
+#endif
+
 TEST_CASE("lifetimes #4: blob ids freed are forgotten (RSS flat)", "[context][quota]") {
   Config c = test_config();
   ContextHarness h(c);
@@ -169,7 +175,12 @@ TEST_CASE("lifetimes #4: blob ids freed are forgotten (RSS flat)", "[context][qu
   }
   const long grown = rss_kib() - rss0;
   CHECK(h.ctx().stats().blob_ids == 0);
+  // ASan keeps freed memory in its quarantine, so RSS says nothing there; the id count above does.
+#if !defined(__SANITIZE_ADDRESS__) && !defined(RVGL_TEST_ASAN)
   CHECK(grown < 1024);  // main kept ~43 bytes per id: 4.1 MiB here
+#else
+  (void)grown;
+#endif
   // An id is still refused while its object lives.
   const uint32_t bo = h.bo_create(kPage, RVGL_DOMAIN_GTT, 0, 7);
   REQUIRE(bo != 0);
