@@ -1,10 +1,9 @@
 #include "global_fences.h"
 
-#include <time.h>
-
 #include <system_error>
 
 #include "log.h"
+#include "util/monotonic_clock.h"
 
 namespace rvgl::hooks {
 
@@ -13,12 +12,6 @@ namespace {
 // How long the waiter sleeps in one kernel wait before looking for a stop request or newer
 // work. Not a poll: fences are delivered the moment their wait returns.
 constexpr int64_t kWaitSliceNs = 50'000'000;
-
-int64_t now_ns() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
-}
 
 // Drops the snapshots that are reached; true when none is left.
 bool prune(std::vector<WorkSnapshot> &work) {
@@ -173,7 +166,7 @@ void GlobalFences::waiter_loop() {
     }
     std::vector<WorkSnapshot> work = entries_.front().work;  // waited on without the lock
     lk.unlock();
-    const int64_t deadline = now_ns() + kWaitSliceNs;
+    const int64_t deadline = monotonic_ns() + kWaitSliceNs;
     for (auto &w : work)
       if (!w.wait(deadline)) break;
     lk.lock();

@@ -3,18 +3,16 @@
 #include <unistd.h>
 
 #include <cstring>
-#include <ctime>
 
 #include "context/capture_format.h"
+#include "util/monotonic_clock.h"
 
 namespace rvgl {
 
 namespace {
 
 uint64_t now_ns() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return uint64_t(ts.tv_sec) * 1'000'000'000u + uint64_t(ts.tv_nsec);
+  return static_cast<uint64_t>(monotonic_ns());
 }
 
 }  // namespace

@@ -6,9 +6,10 @@
 
 #include <atomic>
 #include <cerrno>
-#include <ctime>
 #include <system_error>
 #include <vector>
+
+#include "util/monotonic_clock.h"
 
 namespace rvgl {
 
@@ -16,12 +17,6 @@ namespace {
 
 // Only a safety net: every wakeup that matters comes from a signalled point or a rearm().
 constexpr int64_t kSafetyNetNs = 250'000'000;
-
-int64_t now_ns() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
-}
 
 std::mutex g_engine_mu;
 std::weak_ptr<CompletionEngine> g_engine;
@@ -215,7 +210,7 @@ void CompletionEngine::run_wait() {
     {
       std::lock_guard lk(mu_);
       if (stop_) return;
-      deadline = next_deadline_locked(now_ns());
+      deadline = next_deadline_locked(monotonic_ns());
       for (auto &[id, e] : entries_) {
         if (!e.handle) continue;
         if (const uint64_t p = e.watch->arm_point()) {
@@ -233,7 +228,7 @@ void CompletionEngine::run_wait() {
     uint32_t first = UINT32_MAX;
     const int r = dev_->syncobj_timeline_wait(handles, points, deadline,
                                               DRM_SYNCOBJ_WAIT_FLAGS_WAIT_FOR_SUBMIT, &first);
-    const int64_t now = now_ns();
+    const int64_t now = monotonic_ns();
     std::lock_guard calls(calls_mu_);
     Watch *hit = nullptr;
     {
@@ -269,12 +264,12 @@ void CompletionEngine::run_eventfd() {
       std::lock_guard lk(mu_);
       if (stop_) return;
       arm_idle_locked();
-      deadline = next_deadline_locked(now_ns());
+      deadline = next_deadline_locked(monotonic_ns());
     }
-    const int64_t wait_ns = deadline - now_ns();
+    const int64_t wait_ns = deadline - monotonic_ns();
     const int timeout_ms = wait_ns <= 0 ? 0 : static_cast<int>((wait_ns + 999'999) / 1'000'000);
     const int n = epoll_wait(epoll_.get(), events, kBatch, timeout_ms);
-    const int64_t now = now_ns();
+    const int64_t now = monotonic_ns();
     std::lock_guard calls(calls_mu_);
     for (int i = 0; i < n; ++i) {
       uint64_t v;

@@ -1,18 +1,13 @@
 #include "queue/queue_health.h"
 
 #include <cerrno>
-#include <ctime>
 #include <vector>
+
+#include "util/monotonic_clock.h"
 
 namespace rvgl {
 
 namespace {
-
-int64_t now_ns() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
-}
 
 bool same_fault(const rvgl_drm_amdgpu_info_gpuvm_fault &a,
                 const rvgl_drm_amdgpu_info_gpuvm_fault &b) {
@@ -30,7 +25,7 @@ void QueueHealth::add_user(uint32_t handle, std::shared_ptr<UserQueue> q) {
   {
     std::lock_guard lk(mu_);
     users_[handle] = TrackedUser{std::move(q), false};
-    if (!next_user_poll_ns_) next_user_poll_ns_ = now_ns() + kUserPollNs;
+    if (!next_user_poll_ns_) next_user_poll_ns_ = monotonic_ns() + kUserPollNs;
   }
   rearm_();  // a new deadline
 }
@@ -48,7 +43,7 @@ void QueueHealth::refused(uint32_t handle) {
     auto it = queues_.find(handle);
     if (it == queues_.end()) return;
     it->second.dirty = true;
-    due_ns_ = now_ns();
+    due_ns_ = monotonic_ns();
   }
   rearm_();  // rare: the kernel refused work; let the engine run the check
 }

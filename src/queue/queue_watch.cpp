@@ -1,6 +1,6 @@
 #include "queue/queue_watch.h"
 
-#include <ctime>
+#include "util/monotonic_clock.h"
 
 namespace rvgl {
 
@@ -18,10 +18,8 @@ uint64_t QueueWatch::arm_point() {
 void QueueWatch::reached(uint64_t point) {
   queue_->timeline()->note_reached(point);
   if (!retired()) {
-    timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
     // Health first: a guest that gets the fence and asks QUEUE_STATE sees what this check found.
-    health_.completed(handle_, int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec);
+    health_.completed(handle_, monotonic_ns());
   }
   delivery_.progress();
 }
