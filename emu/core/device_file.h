@@ -14,6 +14,7 @@
 #include "memory/buffer_object.h"
 #include "memory/gpu_vm.h"
 #include "sync/syncobj.h"
+#include "util/unique_fd.h"
 
 namespace rvgl::emu {
 
@@ -45,6 +46,8 @@ class DeviceFile final : public OpenFile {
   HandleTable<std::shared_ptr<Syncobj>> syncobjs;
   HandleTable<std::vector<std::shared_ptr<BufferObject>>> bo_lists;
   HandleTable<std::shared_ptr<UserQueue>> userqs;
+  // Eventfds verified by SYNCOBJ_EVENTFD, by the caller's fd number (drm_syncobj_ioctls.cpp).
+  std::unordered_map<int, std::shared_ptr<UniqueFd>> known_eventfds;
   uint64_t jobs_submitted = 0;
 };
 

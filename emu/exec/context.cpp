@@ -21,6 +21,10 @@ Context::~Context() {
   counters().contexts_alive.fetch_sub(1, std::memory_order_relaxed);
 }
 
+std::shared_ptr<Fence> Context::new_job_fence(const EntityKey &key) {
+  return Fence::create(entities_[key].fence_context);
+}
+
 uint64_t Context::add_fence(const EntityKey &key, std::shared_ptr<Fence> fence) {
   Entity &e = entities_[key];
   const uint64_t seq = e.next_seq++;
@@ -36,11 +40,13 @@ int Context::get_fence(const EntityKey &key, uint64_t seq, std::shared_ptr<Fence
   const uint64_t next = it == entities_.end() ? 1 : it->second.next_seq;
   if (seq >= next) return -EINVAL;
   if (it == entities_.end()) return 0;
-  for (const auto &[s, f] : it->second.fences)
-    if (s == seq) {
-      out = f;
-      break;
-    }
+  // Sequence numbers in the window are consecutive: an index, as amdgpu_ctx_get_fence() takes
+  // the slot seq & (amdgpu_sched_jobs - 1), not a search.
+  const auto &fences = it->second.fences;
+  if (!fences.empty() && seq >= fences.front().first) {
+    const uint64_t i = seq - fences.front().first;
+    if (i < fences.size()) out = fences[i].second;
+  }
   return 0;
 }
 

@@ -38,6 +38,9 @@ class Context {
   // amdgpu_ctx.c reset_counter_query: the device reset counter the last QUERY_STATE (v1) saw.
   uint32_t reset_counter_query = 0;
   uint32_t stable_pstate = 0;  // AMDGPU_CTX_STABLE_PSTATE_*
+  // A new fence for the entity's next job, on the entity's own timeline (its drm_sched_entity's
+  // fence context); add_fence() then gives it its sequence number.
+  std::shared_ptr<Fence> new_job_fence(const EntityKey &key);
   // Assigns the next sequence number of the entity and remembers its fence.
   uint64_t add_fence(const EntityKey &key, std::shared_ptr<Fence> fence);
   // amdgpu_ctx_get_fence(): -EINVAL for a sequence not yet emitted, 0 with out == nullptr for one
@@ -46,6 +49,7 @@ class Context {
 
  private:
   struct Entity {
+    uint64_t fence_context = Fence::new_context();
     uint64_t next_seq = 1;
     std::deque<std::pair<uint64_t, std::shared_ptr<Fence>>> fences;
   };

@@ -1,5 +1,7 @@
 #include "exec/ring_worker.h"
 
+#include <pthread.h>
+
 #include <amdgpu_drm.h>
 
 #include <algorithm>
@@ -84,6 +86,7 @@ void RingWorker::subscribe_blockers_locked(Waiter &w) {
 }
 
 void RingWorker::loop() {
+  pthread_setname_np(pthread_self(), "emu-ring");
   std::unique_lock lk(FenceDomain::mutex());
   while (true) {
     Job *pick = nullptr;

@@ -181,7 +181,7 @@ int amdgpu_ioctl_cs(DeviceFile &f, void *data) {
   job->ring = p.entity.ring;
   job->ibs = std::move(p.ibs);
   job->deps = std::move(p.deps);
-  job->fence = Fence::create();
+  job->fence = ctx->new_job_fence(p.entity);
   job->seq = ctx->add_fence(p.entity, job->fence);
   job->ordinal = ++ctx->jobs_submitted;
   job->user_fence_bo = std::move(p.user_fence_bo);
@@ -194,8 +194,13 @@ int amdgpu_ioctl_cs(DeviceFile &f, void *data) {
       else
         o.syncobj->replace_locked(job->fence);
     }
+    // dma_resv_add_fence(): a fence replaces one of its own timeline (which it follows) and any
+    // that has signalled, so an object holds one fence per timeline, not one per job.
+    const uint64_t timeline = job->fence->context();
     for (const auto &bo : p.bos) {
-      std::erase_if(bo->fences, [](const auto &fence) { return fence->is_signaled_locked(); });
+      std::erase_if(bo->fences, [timeline](const auto &fence) {
+        return fence->context() == timeline || fence->is_signaled_locked();
+      });
       bo->fences.push_back(job->fence);
     }
   }

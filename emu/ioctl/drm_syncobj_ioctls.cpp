@@ -2,6 +2,8 @@
 // CLOCK_MONOTONIC timeouts, export/import as syncobj fds and sync_file fds.
 #include <drm.h>
 #include <fcntl.h>
+#include <linux/kcmp.h>
+#include <sys/syscall.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -335,6 +337,44 @@ int check_eventfd(int fd) {
   return std::strcmp(target, "anon_inode:[eventfd]") == 0 ? 0 : -EINVAL;
 }
 
+// 1: the two fds are one open file, 0: not, <0: kcmp(2) cannot tell (not built, or refused).
+int same_file(int a, int b) {
+  const pid_t self = getpid();
+  const long r = syscall(SYS_kcmp, self, self, KCMP_FILE, a, b);
+  if (r < 0) return -errno;
+  return r == 0 ? 1 : 0;
+}
+
+// The kernel's registration takes a reference on the eventfd context (eventfd_ctx_fdget(): fget
+// and an f_op check, no syscall), and the entry drops it when it fires. Re-verifying the file by
+// a /proc path walk and dup'ing it for every registration would cost this process several times
+// that on every re-arm, so a file keeps the eventfds it has seen, by the caller's fd number; a
+// number that now names another file (kcmp differs) is verified afresh.
+std::shared_ptr<UniqueFd> eventfd_handle(DeviceFile &f, int fd, int *err) {
+  constexpr size_t kMaxKnown = 4096;  // a bound; entries are by fd number, so reuse replaces them
+  if (fd < 0) {
+    *err = -EBADF;
+    return nullptr;
+  }
+  std::shared_ptr<UniqueFd> known;
+  {
+    std::lock_guard lk(Emulator::get().mutex());
+    auto it = f.known_eventfds.find(fd);
+    if (it != f.known_eventfds.end()) known = it->second;
+  }
+  if (known && same_file(fd, known->get()) == 1) return known;
+  if ((*err = check_eventfd(fd))) return nullptr;
+  auto own = std::make_shared<UniqueFd>(real::fcntl(fd, F_DUPFD_CLOEXEC, nullptr));
+  if (!*own) {
+    *err = -errno;
+    return nullptr;
+  }
+  std::lock_guard lk(Emulator::get().mutex());
+  if (f.known_eventfds.size() >= kMaxKnown) f.known_eventfds.clear();
+  f.known_eventfds[fd] = own;
+  return own;
+}
+
 }  // namespace
 
 // drm_syncobj_eventfd_ioctl() and drm_syncobj_register_eventfd() (drivers/gpu/drm/drm_syncobj.c).
@@ -350,10 +390,10 @@ int drm_ioctl_syncobj_eventfd(DeviceFile &f, void *data) {
     if (!found) return -ENOENT;
     s = *found;
   }
-  if (int r = check_eventfd(a->fd)) return r;
   // The kernel holds the eventfd context, not the fd: closing the caller's fd keeps it alive.
-  auto own = std::make_shared<UniqueFd>(real::fcntl(a->fd, F_DUPFD_CLOEXEC, nullptr));
-  if (!*own) return -errno;
+  int err = 0;
+  auto own = eventfd_handle(f, a->fd, &err);
+  if (!own) return err;
   std::lock_guard flk(FenceDomain::mutex());
   s->add_eventfd_locked(std::move(own), a->point, a->flags & DRM_SYNCOBJ_WAIT_FLAGS_WAIT_AVAILABLE);
   return 0;

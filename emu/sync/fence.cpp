@@ -8,6 +8,17 @@ std::shared_ptr<Fence> Fence::create() {
   return std::make_shared<Fence>();
 }
 
+std::shared_ptr<Fence> Fence::create(uint64_t context) {
+  auto f = std::make_shared<Fence>();
+  f->context_ = context;
+  return f;
+}
+
+uint64_t Fence::new_context() {
+  static std::atomic<uint64_t> next{1};
+  return next.fetch_add(1, std::memory_order_relaxed);
+}
+
 std::shared_ptr<Fence> Fence::signaled(int error) {
   auto f = std::make_shared<Fence>();
   f->signaled_ = true;

@@ -3,6 +3,7 @@
 // wait queue, so a signal wakes only its waiters.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -16,6 +17,12 @@ namespace rvgl::emu {
 class Fence {
  public:
   static std::shared_ptr<Fence> create();
+  // A fence of timeline `context` (dma_fence.context): fences of one context signal in order, so
+  // a newer one stands for every older one (dma_resv_add_fence() keeps one per context).
+  static std::shared_ptr<Fence> create(uint64_t context);
+  // A new timeline id, never 0 (dma_fence_context_alloc()).
+  static uint64_t new_context();
+  uint64_t context() const { return context_; }
   static std::shared_ptr<Fence> signaled(int error = 0);
   // Signals once all of `fences` have; carries the first error among them.
   static std::shared_ptr<Fence> all_of(const std::vector<std::shared_ptr<Fence>> &fences);
@@ -37,6 +44,7 @@ class Fence {
   static void subscribe_locked(Waiter &w, const std::shared_ptr<Fence> &f);
 
  private:
+  uint64_t context_ = 0;  // 0: a fence of no timeline
   bool signaled_ = false;
   int error_ = 0;
   std::vector<std::function<void()>> callbacks_;

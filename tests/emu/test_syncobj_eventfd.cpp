@@ -199,6 +199,44 @@ TEST_CASE("SYNCOBJ_EVENTFD refuses what the kernel refuses", "[syncobj][eventfd]
   drmSyncobjDestroy(fd, so);
 }
 
+// The emulator keeps the eventfds a file registered (a re-arm costs what the kernel's
+// eventfd_ctx_fdget() does, not a /proc path walk and a dup), so it must notice when a number it
+// knows names another file: closed (EBADF), or reused for something that is not an eventfd.
+TEST_CASE("SYNCOBJ_EVENTFD checks a known fd number again when it names another file",
+          "[syncobj][eventfd]") {
+  Rig r;
+  const int fd = r.fd.get();
+  uint32_t so = 0;
+  REQUIRE(drmSyncobjCreate(fd, DRM_SYNCOBJ_CREATE_SIGNALED, &so) == 0);
+  // Re-arming one eventfd many times: every registration fires once, none is lost or doubled.
+  uint64_t fired = 0;
+  for (int i = 0; i < 200; ++i) {
+    REQUIRE(register_eventfd(fd, so, 0, r.efd.get()) == 0);
+    fired += take(r.efd.get());
+  }
+  CHECK(fired == 200);
+
+  int num = dup(r.efd.get());
+  REQUIRE(num >= 0);
+  REQUIRE(register_eventfd(fd, so, 0, num) == 0);
+  CHECK(take(r.efd.get()) == 1);
+  close(num);
+  CHECK(register_eventfd(fd, so, 0, num) == -EBADF);
+  int pipe_fds[2];
+  REQUIRE(pipe(pipe_fds) == 0);
+  REQUIRE(dup2(pipe_fds[0], num) == num);  // the known number is now a pipe
+  CHECK(register_eventfd(fd, so, 0, num) == -EINVAL);
+  Fd other{eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)};
+  REQUIRE(dup2(other.get(), num) == num);  // and now another eventfd: that one is signalled
+  REQUIRE(register_eventfd(fd, so, 0, num) == 0);
+  CHECK(take(other.get()) == 1);
+  CHECK(take(r.efd.get()) == 0);
+  close(num);
+  close(pipe_fds[0]);
+  close(pipe_fds[1]);
+  drmSyncobjDestroy(fd, so);
+}
+
 TEST_CASE("RVGL_EMU_NO_SYNCOBJ_EVENTFD=1 answers as a kernel without the ioctl",
           "[syncobj][eventfd][acceptance]") {
   Rig r;
