@@ -1,5 +1,6 @@
 #include "queue/completion_engine.h"
 
+#include <pthread.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
@@ -99,17 +100,24 @@ int CompletionEngine::insert(uint32_t handle, Watch *w, uint64_t *id) {
   {
     std::lock_guard lk(mu_);
     *id = next_id_++;
-    if (efd) {
-      epoll_event ev{};
-      ev.events = EPOLLIN;
-      ev.data.u64 = *id;
-      if (epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, efd.get(), &ev)) {
-        const int err = -errno;
-        dev_->syncobj_destroy(handle);
-        return err;
+    if (!handle) {
+      timers_[*id] = w;
+    } else {
+      if (efd) {
+        // Edge-triggered: every signal of the eventfd is an event of its own, so the counter
+        // never needs a read() to be re-armed (one syscall less per completion).
+        epoll_event ev{};
+        ev.events = EPOLLIN | EPOLLET;
+        ev.data.u64 = *id;
+        if (epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, efd.get(), &ev)) {
+          const int err = -errno;
+          dev_->syncobj_destroy(handle);
+          return err;
+        }
+        to_arm_.push_back(*id);
       }
+      entries_[*id] = Entry{handle, w, std::move(efd), 0};
     }
-    entries_[*id] = Entry{handle, w, std::move(efd), 0};
   }
   // The thread waits on the old set: it must take the new watch (or deadline) into its wait.
   rearm();
@@ -132,10 +140,12 @@ void CompletionEngine::remove(uint64_t id) {
   uint32_t handle = 0;
   {
     std::lock_guard lk(mu_);
-    auto it = entries_.find(id);
-    if (it == entries_.end()) return;
-    handle = it->second.handle;
-    entries_.erase(it);
+    if (!timers_.erase(id)) {
+      auto it = entries_.find(id);
+      if (it == entries_.end()) return;
+      handle = it->second.handle;
+      entries_.erase(it);  // a stale id left on to_arm_ is skipped there
+    }
   }
   // A call into the watch may be under way on the engine thread; wait it out (unless this is that
   // call, removing its own watch).
@@ -162,7 +172,7 @@ void CompletionEngine::rearm() {
 
 size_t CompletionEngine::watch_count() const {
   std::lock_guard lk(mu_);
-  return entries_.size();
+  return entries_.size() + timers_.size();
 }
 
 uint64_t CompletionEngine::wakeups() const {
@@ -172,8 +182,8 @@ uint64_t CompletionEngine::wakeups() const {
 
 int64_t CompletionEngine::next_deadline_locked(int64_t now) {
   int64_t deadline = now + kSafetyNetNs;
-  for (auto &[id, e] : entries_)
-    if (const int64_t d = e.watch->deadline_ns(); d && d < deadline) deadline = d;
+  for (auto &[id, w] : timers_)
+    if (const int64_t d = w->deadline_ns(); d && d < deadline) deadline = d;
   return deadline;
 }
 
@@ -182,9 +192,9 @@ void CompletionEngine::call_due(int64_t now) {
   std::vector<Watch *> due;
   {
     std::lock_guard lk(mu_);
-    for (auto &[id, e] : entries_) {
-      const int64_t d = e.watch->deadline_ns();
-      if (d && d <= now) due.push_back(e.watch);
+    for (auto &[id, w] : timers_) {
+      const int64_t d = w->deadline_ns();
+      if (d && d <= now) due.push_back(w);
     }
   }
   for (Watch *w : due)
@@ -192,6 +202,8 @@ void CompletionEngine::call_due(int64_t now) {
 }
 
 void CompletionEngine::run() {
+  // Named for the VMM's operators (top -H, perf sched): one thread per process, whatever it is.
+  pthread_setname_np(pthread_self(), "rvgl-completion");
   if (use_eventfd_)
     run_eventfd();
   else
@@ -212,7 +224,6 @@ void CompletionEngine::run_wait() {
       if (stop_) return;
       deadline = next_deadline_locked(monotonic_ns());
       for (auto &[id, e] : entries_) {
-        if (!e.handle) continue;
         if (const uint64_t p = e.watch->arm_point()) {
           handles.push_back(e.handle);
           points.push_back(p);
@@ -246,13 +257,20 @@ void CompletionEngine::run_wait() {
 }
 
 void CompletionEngine::arm_idle_locked() {
-  for (auto &[id, e] : entries_) {
-    if (!e.handle || e.armed) continue;
+  size_t keep = 0;
+  for (const uint64_t id : to_arm_) {
+    auto it = entries_.find(id);
+    if (it == entries_.end()) continue;  // removed
+    Entry &e = it->second;
     const uint64_t p = e.watch->arm_point();
     // One registration outstanding per watch: the kernel cannot take one back, and a second
     // would make a firing ambiguous. An earlier point wanted later is seen when this one fires.
-    if (p && dev_->syncobj_eventfd(e.handle, p, e.efd.get()) == 0) e.armed = p;
+    if (p && dev_->syncobj_eventfd(e.handle, p, e.efd.get()) == 0)
+      e.armed = p;
+    else
+      to_arm_[keep++] = id;  // nothing to wait for yet (or refused): asked again next time
   }
+  to_arm_.resize(keep);
 }
 
 void CompletionEngine::run_eventfd() {
@@ -285,9 +303,10 @@ void CompletionEngine::run_eventfd() {
         std::lock_guard lk(mu_);
         auto it = entries_.find(id);
         if (it == entries_.end()) continue;  // removed while the event was on its way
-        [[maybe_unused]] ssize_t r = read(it->second.efd.get(), &v, sizeof(v));
         point = it->second.armed;
+        if (!point) continue;  // an edge from a registration already seen
         it->second.armed = 0;
+        to_arm_.push_back(id);
         hit = it->second.watch;
       }
       if (point) hit->reached(point);

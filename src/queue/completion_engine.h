@@ -24,6 +24,7 @@
 #include <memory>
 #include <mutex>
 #include <thread>
+#include <vector>
 
 #include "amdgpu/amdgpu_device.h"
 #include "queue/sync_timeline.h"
@@ -83,7 +84,7 @@ class CompletionEngine {
   void run();
   void run_wait();
   void run_eventfd();
-  // eventfd mode: registers each watch that has no point outstanding (mu_ held).
+  // eventfd mode: registers each watch on to_arm_ (mu_ held).
   void arm_idle_locked();
   int64_t next_deadline_locked(int64_t now);
   void call_due(int64_t now);
@@ -95,8 +96,13 @@ class CompletionEngine {
   UniqueFd epoll_;                      // eventfd mode
   UniqueFd wake_efd_;                   // eventfd mode: a rearm writes it
 
-  mutable std::mutex mu_;  // entries_, wake_point_, stop_, wakeups_
-  std::map<uint64_t, Entry> entries_;
+  mutable std::mutex mu_;              // entries_, timers_, to_arm_, wake_point_, stop_, wakeups_
+  std::map<uint64_t, Entry> entries_;  // timeline watches
+  // Timer watches apart, so a wakeup looks at deadlines of timers only, not at every watch.
+  std::map<uint64_t, Watch *> timers_;
+  // eventfd mode: watches with no registration outstanding (new, or their point fired), so a
+  // wakeup re-arms what fired rather than walking every watch.
+  std::vector<uint64_t> to_arm_;
   uint64_t next_id_ = 1;
   uint64_t wake_point_ = 0;
   uint64_t wakeups_ = 0;
