@@ -3,6 +3,7 @@
 #include <cerrno>
 #include <vector>
 
+#include "queue/health_pacer.h"
 #include "util/monotonic_clock.h"
 
 namespace rvgl {
@@ -54,6 +55,7 @@ void QueueHealth::completed(uint32_t handle, int64_t now) {
     auto it = queues_.find(handle);
     if (it == queues_.end()) return;
     it->second.dirty = true;
+    HealthPacer::process().note_busy(now, &it->second.busy_window);
   }
   maybe_check(now);
 }
@@ -88,10 +90,11 @@ void QueueHealth::maybe_check(int64_t now) {
       due_ns_ = 0;
       return;
     }
-    if (last_check_ns_ && now - last_check_ns_ < kIntervalNs) {
+    const int64_t interval = HealthPacer::process().interval_ns(now);
+    if (last_check_ns_ && now - last_check_ns_ < interval) {
       // Deferred, not dropped: the engine calls tick() at the deadline (it reads deadlines on
       // every loop, and this runs on its thread, so no rearm is needed).
-      due_ns_ = last_check_ns_ + kIntervalNs;
+      due_ns_ = last_check_ns_ + interval;
       return;
     }
   }

@@ -7,8 +7,9 @@
 // class published. Events of a check are posted before its state is published, so a guest that
 // sees a queue lost also finds the records that say why.
 //
-// When: after a queue's work reached a new point (its watch saw it), at most once per kInterval
-// per context (the rest is deferred to a deadline, never dropped), and soon after the VMM's thread
+// When: after a queue's work reached a new point (its watch saw it), at most once per interval
+// per context (1 ms, longer when many queues of the process are busy: health_pacer.h; the rest is
+// deferred to a deadline, never dropped), and soon after the VMM's thread
 // saw the kernel refuse a submission. User queues have no completion the host sees (the guest
 // rings its own doorbell), so while a context has any they are looked at every kUserPollNs. The
 // fault cache is read on every check, which is how a VM fault that did not fail its job (the
@@ -33,9 +34,8 @@ namespace rvgl {
 
 class QueueHealth final : public CompletionEngine::Watch {
  public:
-  // Checks run at most this often per context (a check costs 2 ioctls per queue with new
-  // completions, plus one for the fault cache).
-  static constexpr int64_t kIntervalNs = 1'000'000;
+  // Checks of one context are at least HealthPacer::interval_ns() apart (a check costs 2 ioctls
+  // per queue with new completions, plus one for the fault cache).
   static constexpr int64_t kUserPollNs = 2'000'000;
 
   // rearm: makes the engine ask for deadline_ns() again (a deadline moved earlier).
@@ -64,7 +64,8 @@ class QueueHealth final : public CompletionEngine::Watch {
  private:
   struct Tracked {
     std::shared_ptr<KernelQueue> queue;
-    bool dirty = false;  // new completions (or a refusal) since the last check
+    bool dirty = false;        // new completions (or a refusal) since the last check
+    int64_t busy_window = -1;  // HealthPacer's count of busy queues
   };
   struct TrackedUser {
     std::shared_ptr<UserQueue> queue;

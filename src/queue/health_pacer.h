@@ -1,0 +1,39 @@
+// How often queue health may be looked at, for the whole process (docs/threads.md).
+//
+// A look at one queue costs two ioctls (its job error, its kernel context's state), and a
+// context's check one more for the VM's fault cache. With a fixed 1 ms per context, 64 busy
+// contexts of 8 queues cost about five ioctls per job (bench BM_ScaleOps), more than the jobs.
+// The pacer counts the queues that completed work in the last window (each at most once per
+// window, however often it is looked at, so the count does not feed back on the pacing) and
+// stretches every context's interval so that all of them together look at about kLooksPerWindow
+// queues per window: 1 ms while few queues are busy, 1 ms per kLooksPerWindow busy queues under
+// load. Nothing is dropped: a deferred check still runs, only later.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+namespace rvgl {
+
+class HealthPacer {
+ public:
+  static constexpr int64_t kWindowNs = 1'000'000;
+  static constexpr uint64_t kLooksPerWindow = 16;
+
+  static HealthPacer &process();
+
+  // A queue completed work at `now`; `*window` is that queue's own note of the last window it
+  // was counted in.
+  void note_busy(int64_t now, int64_t *window);
+  // The interval between two checks of one context now.
+  int64_t interval_ns(int64_t now) const;
+
+ private:
+  // Written on the completion engine's thread only; atomics so that a reader elsewhere (tests,
+  // a second engine after the first is gone) is never a data race.
+  std::atomic<int64_t> window_{-1};
+  std::atomic<uint64_t> count_{0};     // busy queues counted in window_
+  std::atomic<uint64_t> previous_{0};  // in the window before it
+};
+
+}  // namespace rvgl
