@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "amd_packets.h"
+#include "rvgl_emu.h"
 #include "support/guarded.h"
 #include "support/api_guest.h"
 #include "support/clock.h"
@@ -58,8 +59,17 @@ class ScaleGuest {
   std::vector<uint64_t> fence_ids_;
 };
 
-// kOpsPerRep ops spread round-robin over every queue of every guest; returns ns per op.
-double run_ops(VirglHost &host, std::vector<std::unique_ptr<ScaleGuest>> &guests) {
+uint64_t emulated_ioctls() {
+  rvgl_emu_counters c{};
+  rvgl_emu_get_counters(&c, sizeof c);
+  return c.ioctls;
+}
+
+// kOpsPerRep ops spread round-robin over every queue of every guest; returns ns per op and adds
+// the emulated ioctls per op (every thread's: the VMM's, the completion engine's) to *ioctls.
+double run_ops(VirglHost &host, std::vector<std::unique_ptr<ScaleGuest>> &guests,
+               std::vector<double> *ioctls = nullptr) {
+  const uint64_t i0 = emulated_ioctls();
   const uint64_t t0 = now_ns();
   uint32_t done = 0;
   while (done < kOpsPerRep)
@@ -71,7 +81,9 @@ double run_ops(VirglHost &host, std::vector<std::unique_ptr<ScaleGuest>> &guests
       }
   for (auto &g : guests)
     g->wait_all(host);
-  return static_cast<double>(now_ns() - t0) / kOpsPerRep;
+  const double ns = static_cast<double>(now_ns() - t0) / kOpsPerRep;
+  if (ioctls) ioctls->push_back(static_cast<double>(emulated_ioctls() - i0) / kOpsPerRep);
+  return ns;
 }
 
 std::vector<std::unique_ptr<ScaleGuest>> make_guests(uint32_t first_ctx, uint32_t n,
@@ -90,23 +102,25 @@ void BM_ScaleOps(benchmark::State &state) {
   auto many = make_guests(2, contexts, queues);
   run_ops(host, one);
   run_ops(host, many);
-  std::vector<double> one_ns, many_ns;
+  std::vector<double> one_ns, many_ns, one_ioctls, many_ioctls;
   uint64_t rep = 0;
   for (auto _ : state) {
     const uint64_t t0 = now_ns();
     // Alternating order, as in the efficiency runs.
     if (rep++ % 2) {
-      one_ns.push_back(run_ops(host, one));
-      many_ns.push_back(run_ops(host, many));
+      one_ns.push_back(run_ops(host, one, &one_ioctls));
+      many_ns.push_back(run_ops(host, many, &many_ioctls));
     } else {
-      many_ns.push_back(run_ops(host, many));
-      one_ns.push_back(run_ops(host, one));
+      many_ns.push_back(run_ops(host, many, &many_ioctls));
+      one_ns.push_back(run_ops(host, one, &one_ioctls));
     }
     state.SetIterationTime(static_cast<double>(now_ns() - t0) * 1e-9);
   }
   state.counters["one_ctx_ns_per_op"] = median(one_ns);
   state.counters["many_ns_per_op"] = median(many_ns);
   state.counters["cost_ratio"] = median(many_ns) / median(one_ns);
+  state.counters["one_ctx_ioctls_per_op"] = median(one_ioctls);
+  state.counters["many_ioctls_per_op"] = median(many_ioctls);
   state.counters["contexts"] = contexts;
   state.counters["queues_per_context"] = queues;
 }
