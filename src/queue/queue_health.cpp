@@ -1,5 +1,6 @@
 #include "queue/queue_health.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <vector>
 
@@ -26,7 +27,10 @@ void QueueHealth::add_user(uint32_t handle, std::shared_ptr<UserQueue> q) {
   {
     std::lock_guard lk(mu_);
     users_[handle] = TrackedUser{std::move(q), false};
-    if (!next_user_poll_ns_) next_user_poll_ns_ = monotonic_ns() + kUserPollNs;
+    if (!next_user_poll_ns_) {
+      next_user_poll_ns_ = monotonic_ns() + kUserPollNs;
+      publish_deadline_locked();
+    }
   }
   rearm_();  // a new deadline
 }
@@ -35,7 +39,10 @@ void QueueHealth::remove(uint32_t handle) {
   std::lock_guard lk(mu_);
   queues_.erase(handle);
   users_.erase(handle);
-  if (users_.empty()) next_user_poll_ns_ = 0;
+  if (users_.empty()) {
+    next_user_poll_ns_ = 0;
+    publish_deadline_locked();
+  }
 }
 
 void QueueHealth::refused(uint32_t handle) {
@@ -45,25 +52,36 @@ void QueueHealth::refused(uint32_t handle) {
     if (it == queues_.end()) return;
     it->second.dirty = true;
     due_ns_ = monotonic_ns();
+    publish_deadline_locked();
   }
   rearm_();  // rare: the kernel refused work; let the engine run the check
 }
 
-void QueueHealth::completed(uint32_t handle, int64_t now) {
+void QueueHealth::completed(uint32_t handle, uint64_t point, int64_t now) {
   {
     std::lock_guard lk(mu_);
     auto it = queues_.find(handle);
     if (it == queues_.end()) return;
     it->second.dirty = true;
+    if (point > it->second.reached) it->second.reached = point;
     HealthPacer::process().note_busy(now, &it->second.busy_window);
   }
   maybe_check(now);
 }
 
-int64_t QueueHealth::deadline_ns() {
+bool QueueHealth::defers_now(int64_t now) const {
   std::lock_guard lk(mu_);
-  if (!next_user_poll_ns_) return due_ns_;
-  return due_ns_ && due_ns_ < next_user_poll_ns_ ? due_ns_ : next_user_poll_ns_;
+  return last_check_ns_ && now - last_check_ns_ < HealthPacer::process().interval_ns(now);
+}
+
+void QueueHealth::publish_deadline_locked() {
+  int64_t d = due_ns_;
+  if (next_user_poll_ns_ && (!d || next_user_poll_ns_ < d)) d = next_user_poll_ns_;
+  deadline_.store(d, std::memory_order_release);
+}
+
+int64_t QueueHealth::deadline_ns() {
+  return deadline_.load(std::memory_order_acquire);
 }
 
 void QueueHealth::tick(int64_t now) {
@@ -73,6 +91,7 @@ void QueueHealth::tick(int64_t now) {
       for (auto &[h, t] : users_)
         t.dirty = true;
       next_user_poll_ns_ = now + kUserPollNs;
+      publish_deadline_locked();
     }
   }
   maybe_check(now);
@@ -88,6 +107,7 @@ void QueueHealth::maybe_check(int64_t now) {
       dirty |= t.dirty;
     if (!dirty) {
       due_ns_ = 0;
+      publish_deadline_locked();
       return;
     }
     const int64_t interval = HealthPacer::process().interval_ns(now);
@@ -95,6 +115,7 @@ void QueueHealth::maybe_check(int64_t now) {
       // Deferred, not dropped: the engine calls tick() at the deadline (it reads deadlines on
       // every loop, and this runs on its thread, so no rearm is needed).
       due_ns_ = last_check_ns_ + interval;
+      publish_deadline_locked();
       return;
     }
   }
@@ -110,6 +131,7 @@ void QueueHealth::check(int64_t now) {
     uint32_t handle;
     std::shared_ptr<KernelQueue> q;
     KernelQueue::Status before;
+    uint64_t reached = 0;  // the newest point known done: the watch's or the timeline's
     int job_error = 0;
     uint64_t ctx_flags = 0;
   };
@@ -120,7 +142,7 @@ void QueueHealth::check(int64_t now) {
     for (auto &[h, t] : queues_) {
       if (!t.dirty) continue;
       t.dirty = false;
-      seen.push_back({h, t.queue, {}, 0, 0});
+      seen.push_back({h, t.queue, {}, t.reached, 0, 0});
     }
     for (auto &[h, t] : users_) {
       if (!t.dirty) continue;
@@ -129,6 +151,7 @@ void QueueHealth::check(int64_t now) {
     }
     last_check_ns_ = now;
     due_ns_ = 0;
+    publish_deadline_locked();
     ++checks_;
   }
   if (seen.empty() && users.empty()) return;
@@ -139,7 +162,8 @@ void QueueHealth::check(int64_t now) {
   for (Seen &s : seen) {
     s.before = s.q->status();
     if (s.before.lost) continue;  // classified once: a lost queue stays as it was published
-    s.job_error = s.q->job_error(s.q->timeline()->known_reached());
+    s.reached = std::max(s.reached, s.q->timeline()->known_reached());
+    s.job_error = s.q->job_error(s.reached);
     s.ctx_flags = s.q->ctx_flags();
   }
   rvgl_drm_amdgpu_info_gpuvm_fault fault{};
@@ -185,7 +209,7 @@ void QueueHealth::check(int64_t now) {
     // A hang is a job past its timeout with no fault of its own.
     if (lost && s.job_error == -ETIME && !faulted) flags |= RVGL_QUEUE_FLAG_HANG;
     const uint32_t fresh = flags & ~st.flags;
-    const uint64_t done = s.q->timeline()->known_reached();
+    const uint64_t done = std::max(s.reached, s.q->timeline()->known_reached());
     const uint64_t hang_seq = (fresh & RVGL_QUEUE_FLAG_HANG) ? s.q->first_failed_seq() : 0;
 
     // Posted and published under mu_, after making sure the queue is still there: once

@@ -16,6 +16,7 @@
 // kernel's default, amdgpu.vm_fault_stop=0) is found.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -50,8 +51,12 @@ class QueueHealth final : public CompletionEngine::Watch {
   // The kernel refused a submission with `err` (ECANCELED, ENODEV): check soon.
   void refused(uint32_t handle);
 
-  // Engine thread: queue `handle` (its watch) reached a new point.
-  void completed(uint32_t handle, int64_t now_ns);
+  // Engine thread: queue `handle` (its watch) reached `point`, which its timeline may not know
+  // yet (the check looks at the job of the newer of the two).
+  void completed(uint32_t handle, uint64_t point, int64_t now_ns);
+  // Any thread: whether a completion seen now would have its check deferred (the interval since
+  // the last check has not passed), i.e. fences may reach the guest before the check either way.
+  bool defers_now(int64_t now_ns) const;
 
   // CompletionEngine::Watch (a timer-only watch).
   uint64_t arm_point() override { return 0; }
@@ -66,6 +71,7 @@ class QueueHealth final : public CompletionEngine::Watch {
     std::shared_ptr<KernelQueue> queue;
     bool dirty = false;        // new completions (or a refusal) since the last check
     int64_t busy_window = -1;  // HealthPacer's count of busy queues
+    uint64_t reached = 0;      // the newest point the watch reported
   };
   struct TrackedUser {
     std::shared_ptr<UserQueue> queue;
@@ -77,6 +83,9 @@ class QueueHealth final : public CompletionEngine::Watch {
   void maybe_check(int64_t now_ns);
   void check(int64_t now_ns);
   void post(uint32_t type, uint32_t queue, uint64_t p0, uint64_t p1);
+  // Makes deadline_ns() (read by the engine on every wakeup, for every context) a load, not a
+  // lock: called after every change of due_ns_ or next_user_poll_ns_.
+  void publish_deadline_locked();
 
   std::shared_ptr<AmdgpuDevice> dev_;
   EventRing &events_;
@@ -89,6 +98,7 @@ class QueueHealth final : public CompletionEngine::Watch {
   int64_t last_check_ns_ = 0;
   int64_t due_ns_ = 0;
   uint64_t checks_ = 0;
+  std::atomic<int64_t> deadline_{0};  // the earlier of due_ns_ and next_user_poll_ns_ (0: none)
 
   // Engine thread only (checks never run concurrently: they run on that thread).
   rvgl_drm_amdgpu_info_gpuvm_fault last_fault_{};

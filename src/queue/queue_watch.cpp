@@ -16,11 +16,13 @@ uint64_t QueueWatch::arm_point() {
 }
 
 void QueueWatch::reached(uint64_t point) {
-  queue_->timeline()->note_reached(point);
   if (!retired()) {
-    // Health first: a guest that gets the fence and asks QUEUE_STATE sees what this check found.
-    health_.completed(handle_, monotonic_ns());
+    // Health first, and before the point is made known: a fence created now on the VMM's thread
+    // retires inline once the point is known, so a guest that gets it and asks QUEUE_STATE must
+    // find what this check found (unless the check is deferred by its interval).
+    health_.completed(handle_, point, monotonic_ns());
   }
+  queue_->timeline()->note_reached(point);
   delivery_.progress();
 }
 
