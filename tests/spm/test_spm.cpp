@@ -187,7 +187,13 @@ TEST_CASE("SPM: a destination unreferenced while streaming stays valid until ret
   auto a = h.mapped_bo(16384);
   auto b = h.mapped_bo(16384);
   REQUIRE(acquire(h) == 0);
-  set_dest(h, a.bo, 0, 16384, 0);
+  // Streaming into `a` once the SPM worker has handed it to the kernel (its response is written
+  // then): under a loaded machine the worker may run late, and the stream's bytes are counted by
+  // the time it really ran, not by the time this thread slept.
+  const Pending first = set_dest(h, a.bo, 0, 16384, 0);
+  rvgl_rsp_spm_set_dest first_rsp;
+  REQUIRE(wait_rsp(h, first, &first_rsp));
+  REQUIRE(first_rsp.hdr.result == 0);
   // The guest drops everything naming the destination while the kernel writes into it.
   REQUIRE(h.bo_free(a.bo) == 0);
   h.ctx().detach_resource(a.res_id);
