@@ -1,7 +1,9 @@
 // Fence retire latency: from the job's completion (the GPU clock its last packet wrote; the
 // emulator's clock is CLOCK_MONOTONIC / 10 ns) to write_context_fence in our path, against the
 // return of amdgpu_cs_wait_fences on the same kind of job straight through libdrm. Samples
-// alternate between the two paths.
+// alternate between the two paths. Two deliveries: async callbacks (from the completion engine's
+// thread) and poll mode (the waiting thread itself calls virgl_renderer_context_poll when the
+// context's poll fd, which the kernel signals directly, turns readable).
 #include <benchmark/benchmark.h>
 
 #include <vector>
@@ -16,7 +18,8 @@ namespace rvgl::bench {
 namespace {
 
 void BM_FenceRetireLatency(benchmark::State &state) {
-  VirglHost host;
+  VirglHost host(state.range(0) ? VirglHost::Delivery::kPoll : VirglHost::Delivery::kAsync);
+  state.SetLabel(state.range(0) ? "poll" : "async");
   DirectSide direct;
   ApiSide api(host, 2);
   for (int i = 0; i < 10; ++i)
@@ -40,6 +43,9 @@ void BM_FenceRetireLatency(benchmark::State &state) {
 
 BENCHMARK(guarded<BM_FenceRetireLatency>)
     ->Name("BM_FenceRetireLatency")
+    ->ArgName("poll")
+    ->Arg(0)
+    ->Arg(1)
     ->Iterations(3000)
     ->UseManualTime()
     ->Unit(benchmark::kMicrosecond);

@@ -2,8 +2,10 @@
 // definitions this executable resolves (our library in front of the real one), and keeps, per
 // context and ring, the last context fence the renderer delivered and when it arrived.
 //
-// Fences come with VIRGL_RENDERER_ASYNC_FENCE_CB, from our retire thread (what QEMU does with
-// an EGL display and virglrenderer >= 1.1.2): the cheapest delivery a VMM can ask for.
+// Fences come with VIRGL_RENDERER_ASYNC_FENCE_CB, from the completion engine's thread (what QEMU
+// does with an EGL display and virglrenderer >= 1.1.2); or, in poll mode, on the waiting thread
+// itself, which sleeps in poll() on the context's poll fd and calls virgl_renderer_context_poll
+// when it turns readable (what vtest and crosvm do).
 #pragma once
 
 #include <atomic>
@@ -21,7 +23,8 @@ class VirglHost {
   static constexpr uint32_t kMaxContexts = 128;
   static constexpr uint32_t kRings = 64;
 
-  VirglHost();  // throws when virgl_renderer_init fails
+  enum class Delivery { kAsync, kPoll };
+  explicit VirglHost(Delivery d = Delivery::kAsync);  // throws when virgl_renderer_init fails
   ~VirglHost();
   VirglHost(const VirglHost &) = delete;
   VirglHost &operator=(const VirglHost &) = delete;
@@ -49,6 +52,9 @@ class VirglHost {
   }
   void on_fence(uint32_t ctx, uint32_t ring, uint64_t id);
 
+  bool poll_wait(const Slot &s, uint32_t ctx, uint64_t id, int timeout_ms);
+
+  Delivery delivery_;
   virgl_renderer_callbacks cbs_{};
   std::unique_ptr<Slot[]> slots_;
   std::mutex mu_;

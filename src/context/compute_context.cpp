@@ -6,6 +6,7 @@
 
 #include "amdgpu/render_node.h"
 #include "context/command_layouts.h"
+#include "util/monotonic_clock.h"
 
 namespace rvgl {
 
@@ -98,6 +99,8 @@ std::unique_ptr<ComputeContext> ComputeContext::create(Options opts, int *err) {
   CompletionEngine *engine = c->engine_.get();
   c->health_ = std::make_unique<QueueHealth>(c->dev_, c->events_, [engine] { engine->rearm(); });
   if ((*err = c->engine_->add_timer(c->health_.get(), &c->health_timer_))) return nullptr;
+  QueueHealth *health = c->health_.get();
+  c->delivery_->set_direct_gate([health] { return health->defers_now(monotonic_ns()); });
   if (!opts.config->capture_dir.empty()) {
     c->capture_ = CaptureWriter::open(opts.config->capture_dir, c->ctx_id_, opts.config->capset_id);
     if (CaptureWriter *w = c->capture_.get())

@@ -265,6 +265,11 @@ void CompletionEngine::arm_idle_locked() {
     const uint64_t p = e.watch->arm_point();
     // One registration outstanding per watch: the kernel cannot take one back, and a second
     // would make a firing ambiguous. An earlier point wanted later is seen when this one fires.
+    // The VMM's own fd first: the kernel signals registrations in order, and that wake is the
+    // one a guest waits for. Best effort (the VMM still hears through this thread), and once per
+    // point even when this thread's own registration has to be retried.
+    if (const int direct = e.watch->direct_wake_fd(); p && direct >= 0 && e.direct_armed != p)
+      if (dev_->syncobj_eventfd(e.handle, p, direct) == 0) e.direct_armed = p;
     if (p && dev_->syncobj_eventfd(e.handle, p, e.efd.get()) == 0)
       e.armed = p;
     else

@@ -42,6 +42,10 @@ class CompletionEngine {
     // CLOCK_MONOTONIC ns at which tick() is wanted, 0 for none.
     virtual int64_t deadline_ns() { return 0; }
     virtual void tick(int64_t /*now_ns*/) {}
+    // eventfd mode: an eventfd of someone else's (a poll-mode VMM's) that the kernel signals too
+    // when the armed point is reached, so that thread wakes without a hop through this one;
+    // -1 for none. Called with the table lock held.
+    virtual int direct_wake_fd() { return -1; }
 
    protected:
     ~Watch() = default;
@@ -75,8 +79,9 @@ class CompletionEngine {
   struct Entry {
     uint32_t handle = 0;  // in the engine's file; 0 for a timer
     Watch *watch = nullptr;
-    UniqueFd efd;        // eventfd mode: signalled by the kernel when `armed` is
-    uint64_t armed = 0;  // eventfd mode: the point registered and not yet seen (0: none)
+    UniqueFd efd;               // eventfd mode: signalled by the kernel when `armed` is
+    uint64_t armed = 0;         // eventfd mode: the point registered and not yet seen (0: none)
+    uint64_t direct_armed = 0;  // the point the watch's direct_wake_fd() was registered for
   };
   explicit CompletionEngine(std::shared_ptr<AmdgpuDevice> dev) : dev_(std::move(dev)) {}
   int start();

@@ -7,6 +7,14 @@
 // readable, and poll() delivers them on the VMM's thread, as vtest requires. Callbacks are
 // serialised, so fences of one ring reach the VMM in order.
 //
+// In poll mode the completion engine also registers the poll fd itself with the kernel for the
+// point it waits for (direct_wake_fd()), so the kernel wakes the VMM's thread when the GPU gets
+// there, with no hop through the engine's thread; poll() then asks the timelines of the rings it
+// finds waiting (refresh()) rather than only taking what the engine already queued — but only
+// while the gate (the context's health owner) says its next look at completed work would be
+// deferred anyway, so that a guest sees no less of a failed job's classification than it would
+// through the engine (queue_health.h: health first, when a check is due).
+//
 // Threads: add/poll on the VMM's thread; progress() on any thread; mu_ owns the rings and the
 // ready list, deliver_mu_ is held while callbacks run (docs/threads.md).
 #pragma once
@@ -48,6 +56,12 @@ class FenceDelivery {
   bool references(const FenceSource *source) const;
 
   int poll_fd() const { return event_fd_.get(); }
+  // The fd the kernel may signal directly when a watched point is reached: the poll fd in poll
+  // mode, -1 with async callbacks (the engine's thread delivers those itself).
+  int direct_wake_fd() const { return async_ ? -1 : event_fd_.get(); }
+  // VMM thread, before the first poll(): whether poll() may take progress the engine has not
+  // seen yet (see above). Without a gate it never does.
+  void set_direct_gate(std::function<bool()> gate) { direct_gate_ = std::move(gate); }
   void poll();
 
   // After stop() returns no callback runs or will run, whatever thread asks.
@@ -69,12 +83,15 @@ class FenceDelivery {
   };
 
   FenceDelivery(bool async, Callback cb) : async_(async), cb_(std::move(cb)) {}
-  // Takes every fence that is now reached off the rings (mu_ held).
-  void collect_locked(std::vector<Done> *done);
+  // Takes every fence that is now reached off the rings (mu_ held); with `refresh`, a front fence
+  // not known reached asks its source once.
+  template <class Out>
+  void collect_locked(Out *done, bool refresh = false);
   void signal_poll_fd();
 
   const bool async_;
   Callback cb_;
+  std::function<bool()> direct_gate_;  // VMM thread only
   UniqueFd event_fd_;
 
   mutable std::mutex mu_;

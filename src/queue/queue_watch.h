@@ -29,6 +29,7 @@ class QueueWatch final : public CompletionEngine::Watch {
 
   uint64_t arm_point() override;
   void reached(uint64_t point) override;
+  int direct_wake_fd() override { return delivery_.direct_wake_fd(); }
 
   // The queue was destroyed: its health is never looked at again; the watch stays only while
   // fences wait for its timeline.
