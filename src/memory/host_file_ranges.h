@@ -5,11 +5,10 @@
 #include <sys/types.h>
 
 #include <cstdint>
-#include <map>
 #include <optional>
-#include <string>
 #include <vector>
 
+#include "amdgpu/procmap_query.h"
 #include "util/unique_fd.h"
 
 namespace rvgl {
@@ -22,16 +21,22 @@ struct FilePiece {
   uint64_t offset;  // in the file
 };
 
+// Looks up only the VMAs a range touches, each once per instance: one PROCMAP_QUERY per VMA
+// (Linux 6.11+), so thousands of pages of one guest-RAM mapping cost one lookup, whatever the
+// size of the map. Kernels without the ioctl get one read of /proc/self/maps per instance. One
+// instance serves one import: the map may change between imports.
 class HostFileRanges {
  public:
-  // Reads /proc/self/maps once.
-  static std::optional<HostFileRanges> snapshot();
+  enum class Source { kAny, kTextOnly };  // kTextOnly: as on kernels before 6.11 (for tests)
+  static std::optional<HostFileRanges> open(Source source = Source::kAny);
 
-  // Splits [addr, addr + size) into pieces, each inside one shared file mapping; false if any
-  // part is unmapped, private or anonymous.
-  bool resolve(uint64_t addr, uint64_t size, std::vector<FilePiece> *out) const;
+  // Appends the pieces of [addr, addr + size), each inside one shared file mapping, merging a
+  // piece into the last one when both file and address continue; false if any part is unmapped,
+  // private or anonymous.
+  bool resolve(uint64_t addr, uint64_t size, std::vector<FilePiece> *out);
 
-  size_t mapping_count() const { return vmas_.size(); }
+  // How many VMAs the process has now (one read of /proc/self/maps).
+  static uint64_t mapping_count();
 
   // An fd (dup'ed, owned by the caller) on the file identified by (dev, ino), found among
   // /proc/self/fd; invalid if none.
@@ -44,7 +49,15 @@ class HostFileRanges {
     ino_t ino;
     bool shared;
   };
-  std::map<uint64_t, Vma> vmas_;  // keyed by start
+  // The VMA covering addr, from the last one found, the ioctl or the text.
+  const Vma *covering(uint64_t addr);
+  bool load_text();
+
+  ProcmapQuery query_;
+  bool text_loaded_ = false;
+  std::vector<Vma> text_;  // sorted by start, read once when the ioctl is missing
+  Vma last_{};
+  bool have_last_ = false;
 };
 
 // vm.max_map_count of this host (65530 when unreadable, the kernel default).

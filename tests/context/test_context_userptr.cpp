@@ -229,6 +229,10 @@ TEST_CASE("userptr: many small pieces of a sealed memfd go through udmabuf, no c
   const auto after = emu_counters();
   CHECK(h.ctx().stats().last_userptr_strategy == UserptrStrategy::kUdmabuf);
   CHECK(after.udmabufs_created - before.udmabufs_created == 2);
+  // One CREATE_LIST and one PRIME import per udmabuf, nothing else reaches the device: the VMAs
+  // behind the pages are looked up on /proc/self/maps, not through the emulated kernel.
+  CHECK(after.dmabuf_imports - before.dmabuf_imports == 2);
+  CHECK(after.ioctls - before.ioctls == 4);
   CHECK(h.ctx().stats().last_userptr_objects == 2);
   CHECK(h.ctx().stats().usage.objects == 2);  // charged per kernel object
   CHECK(after.bytes_copied == before.bytes_copied);
