@@ -93,21 +93,6 @@ int import_stitched(const std::shared_ptr<AmdgpuDevice> &dev, const std::vector<
 
 using FileFds = std::map<std::pair<dev_t, ino_t>, UniqueFd>;
 
-// One fd per distinct file behind the pieces; false if one cannot be found.
-bool collect_fds(const std::vector<FilePiece> &pieces, FileFds *fds) {
-  const FilePiece *last = nullptr;
-  for (const auto &p : pieces) {
-    if (last && last->dev == p.dev && last->ino == p.ino) continue;
-    last = &p;
-    auto key = std::make_pair(p.dev, p.ino);
-    if (fds->count(key)) continue;
-    UniqueFd fd = HostFileRanges::find_fd(p.dev, p.ino);
-    if (!fd) return false;
-    fds->emplace(key, std::move(fd));
-  }
-  return true;
-}
-
 // The fd of each piece's file; pieces of one guest-RAM memfd follow each other, so the last
 // answer is kept instead of a map lookup per piece.
 class FdOfPiece {
@@ -115,7 +100,8 @@ class FdOfPiece {
   explicit FdOfPiece(const FileFds &fds) : fds_(fds) {}
   int operator()(const FilePiece &p) {
     if (fd_ < 0 || p.dev != dev_ || p.ino != ino_) {
-      fd_ = fds_.at({p.dev, p.ino}).get();
+      auto it = fds_.find({p.dev, p.ino});
+      fd_ = it == fds_.end() ? -1 : it->second.get();
       dev_ = p.dev;
       ino_ = p.ino;
     }
@@ -129,25 +115,106 @@ class FdOfPiece {
   ino_t ino_ = 0;
 };
 
-int import_alias(const std::shared_ptr<AmdgpuDevice> &dev, const std::vector<FilePiece> &pieces,
-                 const FileFds &fds, uint64_t total, bool ro, std::shared_ptr<MemoryObject> *out) {
+// Splits pieces into udmabuf items within the item and size limits, in order: split() calls
+// item(file_offset, len, fresh) per item, fresh meaning the item starts the next udmabuf.
+class UdmabufPacker {
+ public:
+  explicit UdmabufPacker(const UserptrOptions &opt) : opt_(opt) {}
+  template <class Fn>
+  void split(const FilePiece &p, Fn &&item) {
+    for (uint64_t done = 0; done < p.size;) {
+      uint64_t len = std::min(p.size - done, opt_.udmabuf_max_bytes);
+      const bool fresh =
+          items_ > 0 && (items_ >= opt_.udmabuf_max_items || bytes_ + len > opt_.udmabuf_max_bytes);
+      if (fresh) items_ = bytes_ = 0;
+      if (items_ == 0) ++buffers_;
+      len = std::min(len, opt_.udmabuf_max_bytes - bytes_);
+      item(p.offset + done, len, fresh);
+      ++items_;
+      bytes_ += len;
+      done += len;
+    }
+  }
+  uint64_t buffers() const { return buffers_; }
+
+ private:
+  const UserptrOptions &opt_;
+  uint64_t items_ = 0, bytes_ = 0, buffers_ = 0;
+};
+
+// What the file pieces behind the ranges need, found in one pass that stores none of them (a
+// shuffled 64 MiB blob has 16384): their number, an fd per distinct file, and the number of
+// udmabufs they would make. False if some part is not a shared file mapping or a file has no fd
+// in this process.
+struct Survey {
+  uint64_t pieces = 0;
+  uint64_t udmabufs = 0;
+  FileFds fds;
+};
+
+bool survey(HostFileRanges &maps, const std::vector<Range> &ranges, const UserptrOptions &opt,
+            Survey *out) {
+  UdmabufPacker packer(opt);
+  bool have_last = false, found = true;
+  dev_t last_dev = 0;
+  ino_t last_ino = 0;
+  for (const auto &r : ranges) {
+    const bool ok = maps.for_each_piece(r.addr, r.size, [&](const FilePiece &p) {
+      ++out->pieces;
+      packer.split(p, [](uint64_t, uint64_t, bool) {});
+      if (have_last && p.dev == last_dev && p.ino == last_ino) return;
+      have_last = true;
+      last_dev = p.dev;
+      last_ino = p.ino;
+      auto key = std::make_pair(p.dev, p.ino);
+      if (!found || out->fds.count(key)) return;
+      UniqueFd fd = HostFileRanges::find_fd(p.dev, p.ino);
+      if (!fd)
+        found = false;
+      else
+        out->fds.emplace(key, std::move(fd));
+    });
+    if (!ok || !found) return false;
+  }
+  out->udmabufs = packer.buffers();
+  return true;
+}
+
+// The pieces are resolved again (each VMA is known by now): the map may have changed since the
+// survey, so a piece whose file has no fd fails the import (-EFAULT) instead of being trusted.
+int import_alias(const std::shared_ptr<AmdgpuDevice> &dev, HostFileRanges &maps,
+                 const std::vector<Range> &ranges, const FileFds &fds, uint64_t total, bool ro,
+                 std::shared_ptr<MemoryObject> *out) {
   void *base = mmap(nullptr, total, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (base == MAP_FAILED) return -ENOMEM;
   Mapping alias(base, total);
   const int prot = ro ? PROT_READ : PROT_READ | PROT_WRITE;
   uint64_t pos = 0;
+  int err = 0;
   FdOfPiece fd_of(fds);
-  for (const auto &p : pieces) {
-    const int fd = fd_of(p);
-    void *at = static_cast<uint8_t *>(base) + pos;
-    if (mmap(at, p.size, prot, MAP_SHARED | MAP_FIXED, fd, static_cast<off_t>(p.offset)) ==
-        MAP_FAILED)
-      return -errno;
-    pos += p.size;
+  for (const auto &r : ranges) {
+    const bool ok = maps.for_each_piece(r.addr, r.size, [&](const FilePiece &p) {
+      const int fd = fd_of(p);
+      if (err || pos + p.size > total) {
+        err = err ? err : -EFAULT;
+        return;
+      }
+      if (fd < 0) {
+        err = -EFAULT;
+        return;
+      }
+      void *at = static_cast<uint8_t *>(base) + pos;
+      if (mmap(at, p.size, prot, MAP_SHARED | MAP_FIXED, fd, static_cast<off_t>(p.offset)) ==
+          MAP_FAILED)
+        err = -errno;
+      pos += p.size;
+    });
+    if (!ok) return -EFAULT;
+    if (err) return err;
   }
+  if (pos != total) return -EFAULT;
   uint32_t h;
-  int err = dev->gem_userptr(base, total, userptr_flags(ro), &h);
-  if (err) return err;
+  if ((err = dev->gem_userptr(base, total, userptr_flags(ro), &h))) return err;
   auto obj =
       std::make_shared<MemoryObject>(dev, MemoryObject::Kind::kUserptr, 0,
                                      std::vector<MemoryObject::Segment>{{h, total, base}}, ro);
@@ -156,47 +223,25 @@ int import_alias(const std::shared_ptr<AmdgpuDevice> &dev, const std::vector<Fil
   return 0;
 }
 
-// Splits the pieces into udmabuf items within the item and size limits, in order, calling
-// item(piece, file_offset, len, fresh) for each; fresh: the item starts the next udmabuf.
-template <class Fn>
-void for_each_udmabuf_item(const std::vector<FilePiece> &pieces, const UserptrOptions &opt,
-                           Fn &&item) {
-  uint64_t items = 0, bytes = 0;
-  for (const auto &p : pieces) {
-    for (uint64_t done = 0; done < p.size;) {
-      uint64_t len = std::min(p.size - done, opt.udmabuf_max_bytes);
-      const bool fresh =
-          items > 0 && (items >= opt.udmabuf_max_items || bytes + len > opt.udmabuf_max_bytes);
-      if (fresh) items = bytes = 0;
-      len = std::min(len, opt.udmabuf_max_bytes - bytes);
-      item(p, p.offset + done, len, fresh);
-      ++items;
-      bytes += len;
-      done += len;
-    }
-  }
-}
-
 // Each udmabuf's list is built in one reused buffer and imported before the next is built: no
 // per-page allocation, and one CREATE_LIST plus one PRIME import per udmabuf.
-int import_udmabuf(const std::shared_ptr<AmdgpuDevice> &dev, const std::vector<FilePiece> &pieces,
-                   const FileFds &fds, bool ro, const UserptrOptions &opt,
-                   std::shared_ptr<MemoryObject> *out) {
-  if (pieces.empty() || opt.udmabuf_max_items == 0 || opt.udmabuf_max_bytes < kPage) return -EINVAL;
-  uint64_t buffers = 1;
-  for_each_udmabuf_item(pieces, opt, [&](const FilePiece &, uint64_t, uint64_t, bool fresh) {
-    buffers += fresh ? 1 : 0;
-  });
-  if (buffers > opt.max_objects) return -ENOSPC;
+int import_udmabuf(const std::shared_ptr<AmdgpuDevice> &dev, HostFileRanges &maps,
+                   const std::vector<Range> &ranges, const Survey &sv, bool ro,
+                   const UserptrOptions &opt, std::shared_ptr<MemoryObject> *out) {
+  if (sv.udmabufs == 0 || opt.udmabuf_max_items == 0 || opt.udmabuf_max_bytes < kPage)
+    return -EINVAL;
+  if (sv.udmabufs > opt.max_objects) return -ENOSPC;
   int err;
   const Udmabuf udev = Udmabuf::open(&err);
   if (err) return err;
 
   HandleGuard guard(*dev);
   std::vector<UniqueFd> bufs;
-  bufs.reserve(buffers);
+  bufs.reserve(sv.udmabufs);
   UdmabufList list(static_cast<uint32_t>(std::min<uint64_t>(opt.udmabuf_max_items, UINT32_MAX)));
   auto flush = [&]() -> int {
+    // The survey counted the udmabufs; a map that changed since must not make more.
+    if (bufs.size() >= sv.udmabufs) return -EFAULT;
     UniqueFd buf;
     if (int e = udev.create(list, &buf)) return e;
     uint32_t h;
@@ -206,15 +251,21 @@ int import_udmabuf(const std::shared_ptr<AmdgpuDevice> &dev, const std::vector<F
     list.clear();
     return 0;
   };
-  FdOfPiece fd_of(fds);
+  UdmabufPacker packer(opt);
+  FdOfPiece fd_of(sv.fds);
   err = 0;
-  for_each_udmabuf_item(pieces, opt,
-                        [&](const FilePiece &p, uint64_t off, uint64_t len, bool fresh) {
-                          if (!err && fresh) err = flush();
-                          if (!err && !list.add(fd_of(p), off, len)) err = -EBADF;
-                        });
-  if (!err) err = flush();
-  if (err) return err;
+  for (const auto &r : ranges) {
+    const bool ok = maps.for_each_piece(r.addr, r.size, [&](const FilePiece &p) {
+      const int fd = fd_of(p);
+      packer.split(p, [&](uint64_t off, uint64_t len, bool fresh) {
+        if (!err && fresh) err = flush();
+        if (!err && !list.add(fd, off, len)) err = -EFAULT;  // fd < 0: a file not surveyed
+      });
+    });
+    if (!ok) return -EFAULT;
+    if (err) return err;
+  }
+  if ((err = flush())) return err;
   auto obj =
       std::make_shared<MemoryObject>(dev, MemoryObject::Kind::kUserptr, 0, guard.release(), ro);
   for (auto &b : bufs)
@@ -266,16 +317,11 @@ int import_userptr(const std::shared_ptr<AmdgpuDevice> &dev, std::span<const iov
 
   if (ranges.size() > opt.stitch_max_ranges && (opt.allow_alias || opt.allow_udmabuf)) {
     auto maps = HostFileRanges::open();
-    std::vector<FilePiece> pieces;
-    pieces.reserve(ranges.size());  // at least one piece per range, usually exactly one
-    bool file_backed = maps.has_value();
-    for (size_t i = 0; file_backed && i < ranges.size(); ++i)
-      file_backed = maps->resolve(ranges[i].addr, ranges[i].size, &pieces);
-    FileFds fds;
-    if (file_backed && collect_fds(pieces, &fds)) {
-      out->pieces = static_cast<uint32_t>(pieces.size());
+    Survey sv;
+    if (maps && survey(*maps, ranges, opt, &sv)) {
+      out->pieces = static_cast<uint32_t>(std::min<uint64_t>(sv.pieces, UINT32_MAX));
       bool udmabuf_ok = opt.allow_udmabuf;
-      for (auto it = fds.begin(); udmabuf_ok && it != fds.end(); ++it)
+      for (auto it = sv.fds.begin(); udmabuf_ok && it != sv.fds.end(); ++it)
         udmabuf_ok = udmabuf_accepts(it->second.get());
       // The alias needs one VMA per piece, within half of the map-count budget (the rest is the
       // VMM's). Counting the process's VMAs reads all of /proc/self/maps, so it is asked only
@@ -284,21 +330,22 @@ int import_userptr(const std::shared_ptr<AmdgpuDevice> &dev, std::span<const iov
       auto alias_fits = [&] {
         if (!alias_counted && alias_ok) {
           const uint64_t budget = max_map_count() / 2;
-          alias_ok = pieces.size() + 1 < budget &&
-                     HostFileRanges::mapping_count() + pieces.size() + 1 < budget;
+          alias_ok =
+              sv.pieces + 1 < budget && HostFileRanges::mapping_count() + sv.pieces + 1 < budget;
         }
         alias_counted = true;
         return alias_ok;
       };
-      UserptrStrategy first = choose_file_import(pieces.size(), total, alias_ok, udmabuf_ok, opt);
+      UserptrStrategy first = choose_file_import(sv.pieces, total, alias_ok, udmabuf_ok, opt);
       if (first == UserptrStrategy::kAlias && !alias_fits())
-        first = choose_file_import(pieces.size(), total, false, udmabuf_ok, opt);
+        first = choose_file_import(sv.pieces, total, false, udmabuf_ok, opt);
       // The cheaper first; the other if the first fails (e.g. no /dev/udmabuf).
       for (int attempt = 0; attempt < 2 && first != UserptrStrategy::kStitched; ++attempt) {
         const bool alias = first == UserptrStrategy::kAlias;
         if (alias ? alias_fits() : udmabuf_ok) {
-          const int err = alias ? import_alias(dev, pieces, fds, total, read_only, &out->object)
-                                : import_udmabuf(dev, pieces, fds, read_only, opt, &out->object);
+          const int err =
+              alias ? import_alias(dev, *maps, ranges, sv.fds, total, read_only, &out->object)
+                    : import_udmabuf(dev, *maps, ranges, sv, read_only, opt, &out->object);
           if (err == 0) {
             out->strategy = first;
             break;
