@@ -2,7 +2,10 @@
 
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
+
+#include <cerrno>
 
 #include "memory/host_file_ranges.h"
 #include "util/mapping.h"
@@ -100,4 +103,33 @@ TEST_CASE("the mapping count is the number of VMAs", "[memory]") {
   for (auto &fd : fds)  // three files: never merged with anything
     maps.push_back(rvgl::Mapping::map_shared(fd.get(), page, PROT_READ));
   CHECK(HostFileRanges::mapping_count() == before + 3);
+}
+
+TEST_CASE("PROCMAP_QUERY answers the VMA covering an address", "[memory]") {
+  const size_t page = 4096;
+  rvgl::UniqueFd memfd(memfd_create("query-ram", MFD_CLOEXEC));
+  REQUIRE(memfd);
+  REQUIRE(ftruncate(memfd.get(), 8 * page) == 0);
+  auto ram = rvgl::Mapping::map_shared(memfd.get(), 4 * page, PROT_READ, 4 * page);
+  REQUIRE(ram.valid());
+  auto q = rvgl::ProcmapQuery::open();
+  REQUIRE(q.valid());
+  const auto at = reinterpret_cast<uint64_t>(ram.get());
+  rvgl::ProcVma v{};
+  const int err = q.covering(at + 2 * page, &v);
+  if (err == -ENOTTY) {
+    WARN("this kernel predates PROCMAP_QUERY (Linux 6.11): only the text path is tested");
+    return;
+  }
+  REQUIRE(err == 0);
+  struct stat st;
+  REQUIRE(fstat(memfd.get(), &st) == 0);
+  CHECK(v.start == at);
+  CHECK(v.end == at + 4 * page);
+  CHECK(v.offset == 4 * page);
+  CHECK(v.inode == st.st_ino);
+  CHECK(makedev(v.dev_major, v.dev_minor) == st.st_dev);
+  CHECK(v.shared);
+  ram = rvgl::Mapping();  // unmapped now: nothing covers the address
+  CHECK(q.covering(at + 2 * page, &v) == -ENOENT);
 }
