@@ -180,8 +180,9 @@ bool survey(HostFileRanges &maps, const std::vector<Range> &ranges, const Userpt
   return true;
 }
 
-// The pieces are resolved again (each VMA is known by now): the map may have changed since the
-// survey, so a piece whose file has no fd fails the import (-EFAULT) instead of being trusted.
+// The pieces are resolved again from the VMAs the survey found (the same view, so the same
+// pieces); a piece that would not match the survey (no fd for its file, more bytes or udmabufs
+// than counted) fails the import with -EFAULT rather than being trusted.
 int import_alias(const std::shared_ptr<AmdgpuDevice> &dev, HostFileRanges &maps,
                  const std::vector<Range> &ranges, const FileFds &fds, uint64_t total, bool ro,
                  std::shared_ptr<MemoryObject> *out) {
@@ -240,7 +241,7 @@ int import_udmabuf(const std::shared_ptr<AmdgpuDevice> &dev, HostFileRanges &map
   bufs.reserve(sv.udmabufs);
   UdmabufList list(static_cast<uint32_t>(std::min<uint64_t>(opt.udmabuf_max_items, UINT32_MAX)));
   auto flush = [&]() -> int {
-    // The survey counted the udmabufs; a map that changed since must not make more.
+    // Never more udmabufs than the survey counted (and the quota allowed).
     if (bufs.size() >= sv.udmabufs) return -EFAULT;
     UniqueFd buf;
     if (int e = udev.create(list, &buf)) return e;
