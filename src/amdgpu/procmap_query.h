@@ -24,7 +24,7 @@ class ProcmapQuery {
   bool valid() const { return fd_.valid(); }
 
   // The VMA covering addr: 0, -ENOENT (none covers it), -ENOTTY (the kernel predates the
-  // ioctl), or another -errno.
+  // ioctl), or another -errno (e.g. a seccomp filter's).
   int covering(uint64_t addr, ProcVma *out) const;
 
  private:

@@ -79,8 +79,9 @@ const HostFileRanges::Vma *HostFileRanges::covering(uint64_t addr) {
       last_ = static_cast<size_t>(it - vmas_.begin());
       return &*it;
     }
-    if (err != -ENOTTY) return nullptr;  // ENOENT: unmapped
-    query_ = ProcmapQuery();             // a kernel before 6.11: the text from now on
+    if (err == -ENOENT) return nullptr;  // unmapped
+    // A kernel before 6.11 (ENOTTY), or a sandbox refusing the ioctl: the text from now on.
+    query_ = ProcmapQuery();
   }
   if (!load_text()) return nullptr;
   return find_known(addr);
