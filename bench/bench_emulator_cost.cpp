@@ -3,10 +3,12 @@
 // ACCEL_WORKING: argument copy-in, the answer copied out, no GPU work); one near-empty job (a
 // single SDMA NOP IB) submitted and waited for straight through libdrm_amdgpu; the context
 // switches per such job with 0 or 64 threads of other files idling in syncobj waits; udmabuf
-// creation per page; GEM_USERPTR validation with a small and a large memory map.
+// creation per page, beside what the host's real kernel charges for pinning pages; GEM_USERPTR
+// validation with a small and a large memory map.
 #include <amdgpu.h>
 #include <benchmark/benchmark.h>
 #include <fcntl.h>
+#include <linux/io_uring.h>
 #include <linux/udmabuf.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
@@ -17,6 +19,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <numeric>
+#include <random>
 #include <cstring>
 #include <stdexcept>
 #include <thread>
@@ -199,6 +203,58 @@ void BM_UdmabufCreateList(benchmark::State &state) {
   state.counters["us_per_page"] = median(us_per_page);
 }
 
+// What the host's real kernel charges for long-term pinning of sealed-memfd pages, for reading
+// the emulated udmabuf against: the emulator does not pin, the kernel's udmabuf_create() does
+// (memfd_pin_folios(), or shmem_read_mapping_page() per page before 6.11). The nearest kernel
+// path reachable without /dev/udmabuf is io_uring's IORING_REGISTER_BUFFERS, which pins each
+// buffer's pages FOLL_LONGTERM (io_sqe_buffer_register -> io_pin_pages -> pin_user_pages_fast).
+// `pages` 4 KiB pages of a mapped memfd, registered as buffers of `buffer_pages` pages each
+// (shuffled one-page buffers: the per-item kernel work of a scattered udmabuf list, plus
+// io_uring's own per-buffer allocation, so an upper bound; 1024-page buffers: the per-page
+// pinning alone), then unregistered: per page. 1024 pages stay within the default 8 MiB
+// RLIMIT_MEMLOCK that io_uring charges without CAP_IPC_LOCK.
+void BM_KernelPagePin(benchmark::State &state) {
+  const auto pages = static_cast<size_t>(state.range(0));
+  const auto per_buffer = static_cast<size_t>(state.range(1));
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  io_uring_params params{};
+  const int ring = static_cast<int>(syscall(__NR_io_uring_setup, 4, &params));
+  if (ring < 0) {
+    state.SkipWithError("io_uring_setup failed (io_uring disabled?)");
+    return;
+  }
+  const int memfd = memfd_create("bench-pin", MFD_ALLOW_SEALING | MFD_CLOEXEC);
+  if (memfd < 0 || ftruncate(memfd, static_cast<off_t>(pages * page)) != 0 ||
+      fcntl(memfd, F_ADD_SEALS, F_SEAL_SHRINK) != 0)
+    throw std::runtime_error("memfd");
+  void *ram =
+      mmap(nullptr, pages * page, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, memfd, 0);
+  if (ram == MAP_FAILED) throw std::runtime_error("mmap");
+  std::vector<size_t> order(pages / per_buffer);
+  std::iota(order.begin(), order.end(), size_t{0});
+  std::shuffle(order.begin(), order.end(), std::mt19937(42));
+  std::vector<iovec> iov;
+  for (size_t b : order)
+    iov.push_back({static_cast<uint8_t *>(ram) + b * per_buffer * page, per_buffer * page});
+  std::vector<double> us_per_page;
+  for (auto _ : state) {
+    const uint64_t t0 = now_ns();
+    if (syscall(__NR_io_uring_register, ring, IORING_REGISTER_BUFFERS, iov.data(),
+                static_cast<unsigned>(iov.size())) != 0) {
+      state.SkipWithError("IORING_REGISTER_BUFFERS failed (RLIMIT_MEMLOCK?)");
+      break;
+    }
+    us_per_page.push_back(static_cast<double>(now_ns() - t0) / 1000.0 / static_cast<double>(pages));
+    syscall(__NR_io_uring_register, ring, IORING_UNREGISTER_BUFFERS, nullptr, 0);
+  }
+  munmap(ram, pages * page);
+  ::close(memfd);
+  ::close(ring);
+  state.counters["pages"] = static_cast<double>(pages);
+  state.counters["buffer_pages"] = static_cast<double>(per_buffer);
+  if (!us_per_page.empty()) state.counters["us_per_page"] = median(us_per_page);
+}
+
 // GEM_USERPTR with VALIDATE (libdrm's amdgpu_create_bo_from_user_mem) of 1 MiB, then free, with
 // `extra` more VMAs in the process (pages of alternating protection so none merge): the kernel's
 // VMA lookup does not depend on how many there are.
@@ -247,6 +303,12 @@ BENCHMARK(guarded<BM_UdmabufCreateList>)
     ->ArgName("pages")
     ->Arg(16)
     ->Arg(1024)
+    ->Iterations(30);
+BENCHMARK(guarded<BM_KernelPagePin>)
+    ->Name("BM_KernelPagePin")
+    ->ArgNames({"pages", "buffer_pages"})
+    ->Args({1024, 1})
+    ->Args({1024, 1024})
     ->Iterations(30);
 BENCHMARK(guarded<BM_UserptrValidate>)
     ->Name("BM_UserptrValidate")

@@ -25,6 +25,7 @@ struct RuntimeKnobs {
   std::atomic<bool> vram_poison{false};
   std::atomic<uint32_t> udmabuf_list_limit{1024};
   std::atomic<uint64_t> udmabuf_size_limit_mb{64};
+  std::atomic<uint64_t> udmabuf_page_ns{0};
   std::atomic<uint64_t> vm_fault_stop{0};
   std::atomic<bool> no_syncobj_eventfd{false};
 
@@ -44,6 +45,7 @@ struct RuntimeKnobs {
     vram_poison = c.vram_poison;
     udmabuf_list_limit = c.udmabuf_list_limit;
     udmabuf_size_limit_mb = c.udmabuf_size_limit_mb;
+    udmabuf_page_ns = c.udmabuf_page_ns;
     vm_fault_stop = c.vm_fault_stop;
     no_syncobj_eventfd = c.no_syncobj_eventfd;
   }

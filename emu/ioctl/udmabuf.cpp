@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <map>
 #include <unordered_map>
 #include <vector>
@@ -22,6 +23,12 @@ namespace rvgl::emu {
 namespace {
 
 constexpr uint64_t kPage = 4096;
+
+void spin_for_ns(uint64_t ns) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::nanoseconds(ns);
+  while (std::chrono::steady_clock::now() < until) {
+  }
+}
 
 int create(uint32_t flags, const std::vector<udmabuf_create_item> &items) {
   if (flags & ~UDMABUF_FLAGS_CLOEXEC) return -EINVAL;
@@ -85,6 +92,13 @@ int create(uint32_t flags, const std::vector<udmabuf_create_item> &items) {
     else
       segments.push_back({fi.handle, it.offset, it.size});
   }
+  // The kernel pins every page it hands out (udmabuf_create(): memfd_pin_folios() per item since
+  // Linux 6.11, shmem_read_mapping_page() per page before), CPU work in the caller's thread that
+  // this emulator does not do: it only keeps the memfds. RVGL_EMU_UDMABUF_PAGE_NS charges that
+  // work per page, as a busy wait, for figures that must include it (bench/: BM_KernelPagePin
+  // measures the host kernel's pinning); 0 by default, so nothing else pays for it.
+  if (const uint64_t ns = knobs().udmabuf_page_ns.load(std::memory_order_relaxed))
+    spin_for_ns(pages * ns);
   // The fd handed out: a memfd of the right size (so lseek(SEEK_END) answers), whose mmap and
   // import the emulator redirects to the pieces.
   const unsigned mfd_flags = (flags & UDMABUF_FLAGS_CLOEXEC) ? MFD_CLOEXEC : 0;

@@ -5,9 +5,33 @@
 #include <sys/ioctl.h>
 
 #include <cerrno>
-#include <vector>
 
 namespace rvgl {
+
+static_assert(sizeof(udmabuf_create_list) == 8 && sizeof(udmabuf_create_item) == 24);
+
+UdmabufList::UdmabufList(uint32_t max_items)
+    : mem_((sizeof(udmabuf_create_list) + uint64_t{max_items} * sizeof(udmabuf_create_item)) / 8),
+      max_items_(max_items) {
+  auto *list = reinterpret_cast<udmabuf_create_list *>(mem_.data());
+  list->flags = UDMABUF_FLAGS_CLOEXEC;
+  list->count = 0;
+}
+
+bool UdmabufList::add(int memfd, uint64_t offset, uint64_t size) {
+  if (count_ >= max_items_ || memfd < 0) return false;
+  auto *list = reinterpret_cast<udmabuf_create_list *>(mem_.data());
+  list->list[count_++] = udmabuf_create_item{static_cast<uint32_t>(memfd), 0, offset, size};
+  list->count = count_;
+  bytes_ += size;
+  return true;
+}
+
+void UdmabufList::clear() {
+  count_ = 0;
+  bytes_ = 0;
+  reinterpret_cast<udmabuf_create_list *>(mem_.data())->count = 0;
+}
 
 Udmabuf Udmabuf::open(int *err) {
   Udmabuf u;
@@ -16,19 +40,10 @@ Udmabuf Udmabuf::open(int *err) {
   return u;
 }
 
-int Udmabuf::create_list(std::span<const UdmabufItem> items, UniqueFd *out) const {
-  if (items.empty() || items.size() > UINT32_MAX) return -EINVAL;
-  // struct udmabuf_create_list ends in a flexible array of udmabuf_create_item (uapi udmabuf.h).
-  std::vector<uint8_t> mem(sizeof(udmabuf_create_list) +
-                           items.size() * sizeof(udmabuf_create_item));
-  auto *list = reinterpret_cast<udmabuf_create_list *>(mem.data());
-  list->flags = UDMABUF_FLAGS_CLOEXEC;
-  list->count = static_cast<uint32_t>(items.size());
-  for (size_t i = 0; i < items.size(); ++i) {
-    if (items[i].memfd < 0) return -EBADF;
-    list->list[i] = udmabuf_create_item{static_cast<uint32_t>(items[i].memfd), 0, items[i].offset,
-                                        items[i].size};
-  }
+int Udmabuf::create(const UdmabufList &items, UniqueFd *out) const {
+  if (items.count_ == 0) return -EINVAL;
+  // The kernel only reads the list (udmabuf_ioctl_create_list: memdup_user).
+  auto *list = const_cast<uint64_t *>(items.mem_.data());
   int fd;
   do {
     fd = ::ioctl(dev_.get(), UDMABUF_CREATE_LIST, list);

@@ -6,6 +6,8 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
@@ -13,10 +15,22 @@
 
 namespace rvgl {
 
-std::optional<HostFileRanges> HostFileRanges::snapshot() {
-  FILE *f = std::fopen("/proc/self/maps", "re");
-  if (!f) return std::nullopt;
+std::optional<HostFileRanges> HostFileRanges::open(Source source) {
   HostFileRanges r;
+  if (source == Source::kTextOnly) {
+    if (!r.load_text()) return std::nullopt;
+    return r;
+  }
+  r.query_ = ProcmapQuery::open();
+  if (!r.query_.valid()) return std::nullopt;
+  return r;
+}
+
+bool HostFileRanges::load_text() {
+  FILE *f = std::fopen("/proc/self/maps", "re");
+  if (!f) return false;
+  vmas_.clear();
+  last_ = SIZE_MAX;
   char line[4096];
   while (std::fgets(line, sizeof(line), f)) {
     uint64_t start, end, offset, ino;
@@ -25,37 +39,78 @@ std::optional<HostFileRanges> HostFileRanges::snapshot() {
     if (std::sscanf(line, "%" SCNx64 "-%" SCNx64 " %7s %" SCNx64 " %x:%x %" SCNu64, &start, &end,
                     perms, &offset, &maj, &min, &ino) != 7)
       continue;
-    r.vmas_[start] =
-        Vma{start, end, offset, makedev(maj, min), static_cast<ino_t>(ino), perms[3] == 's'};
+    vmas_.push_back(
+        Vma{start, end, offset, makedev(maj, min), static_cast<ino_t>(ino), perms[3] == 's'});
   }
   std::fclose(f);
-  return r;
+  // The kernel prints VMAs in address order; sort anyway, the lookup depends on it.
+  std::sort(vmas_.begin(), vmas_.end(),
+            [](const Vma &a, const Vma &b) { return a.start < b.start; });
+  complete_ = true;
+  return true;
 }
 
-bool HostFileRanges::resolve(uint64_t addr, uint64_t size, std::vector<FilePiece> *out) const {
-  uint64_t cur = addr;
-  const uint64_t end = addr + size;
-  while (cur < end) {
-    auto it = vmas_.upper_bound(cur);
-    if (it == vmas_.begin()) return false;
-    const Vma &v = std::prev(it)->second;
-    if (cur >= v.end || !v.shared || v.ino == 0) return false;
-    const uint64_t len = std::min(end, v.end) - cur;
-    const uint64_t file_off = v.offset + (cur - v.start);
-    // Merge with the previous piece when the file continues where it left off.
+const HostFileRanges::Vma *HostFileRanges::find_known(uint64_t addr) {
+  auto it = std::upper_bound(vmas_.begin(), vmas_.end(), addr,
+                             [](uint64_t a, const Vma &v) { return a < v.start; });
+  if (it == vmas_.begin()) return nullptr;
+  --it;
+  if (addr >= it->end) return nullptr;
+  last_ = static_cast<size_t>(it - vmas_.begin());
+  return &*it;
+}
+
+const HostFileRanges::Vma *HostFileRanges::covering(uint64_t addr) {
+  // Scattered guest pages mostly lie in one guest-RAM mapping: the last VMA answers most.
+  if (last_ < vmas_.size() && addr >= vmas_[last_].start && addr < vmas_[last_].end)
+    return &vmas_[last_];
+  if (const Vma *v = find_known(addr)) return v;
+  if (complete_) return nullptr;
+  if (query_.valid()) {
+    ProcVma v;
+    const int err = query_.covering(addr, &v);
+    if (err == 0) {
+      const Vma vma{
+          v.start, v.end, v.offset, makedev(v.dev_major, v.dev_minor), static_cast<ino_t>(v.inode),
+          v.shared};
+      auto it = std::upper_bound(vmas_.begin(), vmas_.end(), vma.start,
+                                 [](uint64_t a, const Vma &x) { return a < x.start; });
+      it = vmas_.insert(it, vma);
+      last_ = static_cast<size_t>(it - vmas_.begin());
+      return &*it;
+    }
+    if (err == -ENOENT) return nullptr;  // unmapped
+    // A kernel before 6.11 (ENOTTY), or a sandbox refusing the ioctl: the text from now on.
+    query_ = ProcmapQuery();
+  }
+  if (!load_text()) return nullptr;
+  return find_known(addr);
+}
+
+bool HostFileRanges::resolve(uint64_t addr, uint64_t size, std::vector<FilePiece> *out) {
+  return for_each_piece(addr, size, [out](const FilePiece &p) {
     if (!out->empty()) {
-      FilePiece &p = out->back();
-      if (p.dev == v.dev && p.ino == v.ino && p.offset + p.size == file_off &&
-          p.addr + p.size == cur) {
-        p.size += len;
-        cur += len;
-        continue;
+      FilePiece &b = out->back();
+      if (b.dev == p.dev && b.ino == p.ino && b.offset + b.size == p.offset &&
+          b.addr + b.size == p.addr) {
+        b.size += p.size;
+        return;
       }
     }
-    out->push_back(FilePiece{cur, len, v.dev, v.ino, file_off});
-    cur += len;
-  }
-  return true;
+    out->push_back(p);
+  });
+}
+
+uint64_t HostFileRanges::mapping_count() {
+  FILE *f = std::fopen("/proc/self/maps", "re");
+  if (!f) return 0;
+  uint64_t lines = 0;
+  char buf[65536];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof(buf), f)) > 0)
+    lines += static_cast<uint64_t>(std::count(buf, buf + n, '\n'));
+  std::fclose(f);
+  return lines;
 }
 
 UniqueFd HostFileRanges::find_fd(dev_t dev, ino_t ino) {

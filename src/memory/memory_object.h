@@ -64,9 +64,11 @@ class MemoryObject {
   // for nothing but a revoke() in progress.
   int write_guest(uint64_t offset, const void *src, uint64_t len);
   // Userptr: the host ranges (VMM addresses of the guest pages) behind the linear space, in order.
-  void set_guest_ranges(std::vector<std::pair<uint64_t, uint64_t>> ranges) {
-    guest_ranges_ = std::move(ranges);
-  }
+  struct GuestRange {
+    uint64_t addr;  // host VA
+    uint64_t size;  // bytes
+  };
+  void set_guest_ranges(std::vector<GuestRange> ranges) { guest_ranges_ = std::move(ranges); }
   // Ends every host-side use of the guest's pages (see the top). Idempotent; VMM thread.
   void revoke();
   bool revoked() const;
@@ -104,7 +106,7 @@ class MemoryObject {
   mutable std::mutex guest_mu_;  // orders write_guest() against revoke()
   bool revoked_ = false;
   bool kernel_released_ = false;
-  std::vector<std::pair<uint64_t, uint64_t>> guest_ranges_;  // (host addr, bytes)
+  std::vector<GuestRange> guest_ranges_;
 };
 
 }  // namespace rvgl

@@ -19,10 +19,7 @@ namespace {
 
 constexpr uint64_t kPage = 4096;
 
-struct Range {
-  uint64_t addr;
-  uint64_t size;
-};
+using Range = MemoryObject::GuestRange;
 
 // Closes handles on the error paths until ownership moves into a MemoryObject.
 class HandleGuard {
@@ -50,9 +47,11 @@ uint32_t userptr_flags(bool read_only) {
          (read_only ? AMDGPU_GEM_USERPTR_READONLY : 0u);
 }
 
+// Two passes over the iovecs: the first validates and counts the ranges, so the second fills a
+// vector of exactly that size (one allocation, later moved into the object, never copied).
 int coalesce(std::span<const iovec> iov, std::vector<Range> *out, uint64_t *total) {
   if (iov.empty()) return -EINVAL;
-  uint64_t sum = 0;
+  uint64_t sum = 0, count = 0, prev_end = 0;
   for (const auto &v : iov) {
     const auto addr = reinterpret_cast<uint64_t>(v.iov_base);
     if (v.iov_len == 0 || !is_aligned(addr, kPage) || !is_aligned(v.iov_len, kPage)) return -EINVAL;
@@ -60,12 +59,22 @@ int coalesce(std::span<const iovec> iov, std::vector<Range> *out, uint64_t *tota
     auto e = checked_add(addr, v.iov_len);
     if (!s || !e) return -EINVAL;
     sum = *s;
+    if (count == 0 || prev_end != addr) ++count;
+    prev_end = *e;
+  }
+  out->reserve(count);
+  *total = sum;
+  if (count == 1) {  // in order: no second pass
+    out->push_back({reinterpret_cast<uint64_t>(iov[0].iov_base), sum});
+    return 0;
+  }
+  for (const auto &v : iov) {
+    const auto addr = reinterpret_cast<uint64_t>(v.iov_base);
     if (!out->empty() && out->back().addr + out->back().size == addr)
       out->back().size += v.iov_len;
     else
       out->push_back({addr, v.iov_len});
   }
-  *total = sum;
   return 0;
 }
 
@@ -82,47 +91,131 @@ int import_stitched(const std::shared_ptr<AmdgpuDevice> &dev, const std::vector<
   return 0;
 }
 
-// The VMM's addresses of the blob's pages, for host writes into them (MemoryObject::write_guest).
-void set_ranges(MemoryObject &obj, const std::vector<Range> &ranges) {
-  std::vector<std::pair<uint64_t, uint64_t>> r;
-  r.reserve(ranges.size());
-  for (const auto &x : ranges)
-    r.emplace_back(x.addr, x.size);
-  obj.set_guest_ranges(std::move(r));
-}
+using FileFds = std::map<std::pair<dev_t, ino_t>, UniqueFd>;
 
-// One fd per distinct file behind the pieces; false if one cannot be found.
-bool collect_fds(const std::vector<FilePiece> &pieces,
-                 std::map<std::pair<dev_t, ino_t>, UniqueFd> *fds) {
-  for (const auto &p : pieces) {
-    auto key = std::make_pair(p.dev, p.ino);
-    if (fds->count(key)) continue;
-    UniqueFd fd = HostFileRanges::find_fd(p.dev, p.ino);
-    if (!fd) return false;
-    fds->emplace(key, std::move(fd));
+// The fd of each piece's file; pieces of one guest-RAM memfd follow each other, so the last
+// answer is kept instead of a map lookup per piece.
+class FdOfPiece {
+ public:
+  explicit FdOfPiece(const FileFds &fds) : fds_(fds) {}
+  int operator()(const FilePiece &p) {
+    if (fd_ < 0 || p.dev != dev_ || p.ino != ino_) {
+      auto it = fds_.find({p.dev, p.ino});
+      fd_ = it == fds_.end() ? -1 : it->second.get();
+      dev_ = p.dev;
+      ino_ = p.ino;
+    }
+    return fd_;
   }
+
+ private:
+  const FileFds &fds_;
+  int fd_ = -1;
+  dev_t dev_ = 0;
+  ino_t ino_ = 0;
+};
+
+// Splits pieces into udmabuf items within the item and size limits, in order: split() calls
+// item(file_offset, len, fresh) per item, fresh meaning the item starts the next udmabuf.
+class UdmabufPacker {
+ public:
+  explicit UdmabufPacker(const UserptrOptions &opt) : opt_(opt) {}
+  template <class Fn>
+  void split(const FilePiece &p, Fn &&item) {
+    for (uint64_t done = 0; done < p.size;) {
+      uint64_t len = std::min(p.size - done, opt_.udmabuf_max_bytes);
+      const bool fresh =
+          items_ > 0 && (items_ >= opt_.udmabuf_max_items || bytes_ + len > opt_.udmabuf_max_bytes);
+      if (fresh) items_ = bytes_ = 0;
+      if (items_ == 0) ++buffers_;
+      len = std::min(len, opt_.udmabuf_max_bytes - bytes_);
+      item(p.offset + done, len, fresh);
+      ++items_;
+      bytes_ += len;
+      done += len;
+    }
+  }
+  uint64_t buffers() const { return buffers_; }
+
+ private:
+  const UserptrOptions &opt_;
+  uint64_t items_ = 0, bytes_ = 0, buffers_ = 0;
+};
+
+// What the file pieces behind the ranges need, found in one pass that stores none of them (a
+// shuffled 64 MiB blob has 16384): their number, an fd per distinct file, and the number of
+// udmabufs they would make. False if some part is not a shared file mapping or a file has no fd
+// in this process.
+struct Survey {
+  uint64_t pieces = 0;
+  uint64_t udmabufs = 0;
+  FileFds fds;
+};
+
+bool survey(HostFileRanges &maps, const std::vector<Range> &ranges, const UserptrOptions &opt,
+            Survey *out) {
+  UdmabufPacker packer(opt);
+  bool have_last = false, found = true;
+  dev_t last_dev = 0;
+  ino_t last_ino = 0;
+  for (const auto &r : ranges) {
+    const bool ok = maps.for_each_piece(r.addr, r.size, [&](const FilePiece &p) {
+      ++out->pieces;
+      packer.split(p, [](uint64_t, uint64_t, bool) {});
+      if (have_last && p.dev == last_dev && p.ino == last_ino) return;
+      have_last = true;
+      last_dev = p.dev;
+      last_ino = p.ino;
+      auto key = std::make_pair(p.dev, p.ino);
+      if (!found || out->fds.count(key)) return;
+      UniqueFd fd = HostFileRanges::find_fd(p.dev, p.ino);
+      if (!fd)
+        found = false;
+      else
+        out->fds.emplace(key, std::move(fd));
+    });
+    if (!ok || !found) return false;
+  }
+  out->udmabufs = packer.buffers();
   return true;
 }
 
-int import_alias(const std::shared_ptr<AmdgpuDevice> &dev, const std::vector<FilePiece> &pieces,
-                 std::map<std::pair<dev_t, ino_t>, UniqueFd> &fds, uint64_t total, bool ro,
+// The pieces are resolved again from the VMAs the survey found (the same view, so the same
+// pieces); a piece that would not match the survey (no fd for its file, more bytes or udmabufs
+// than counted) fails the import with -EFAULT rather than being trusted.
+int import_alias(const std::shared_ptr<AmdgpuDevice> &dev, HostFileRanges &maps,
+                 const std::vector<Range> &ranges, const FileFds &fds, uint64_t total, bool ro,
                  std::shared_ptr<MemoryObject> *out) {
   void *base = mmap(nullptr, total, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (base == MAP_FAILED) return -ENOMEM;
   Mapping alias(base, total);
   const int prot = ro ? PROT_READ : PROT_READ | PROT_WRITE;
   uint64_t pos = 0;
-  for (const auto &p : pieces) {
-    int fd = fds.at({p.dev, p.ino}).get();
-    void *at = static_cast<uint8_t *>(base) + pos;
-    if (mmap(at, p.size, prot, MAP_SHARED | MAP_FIXED, fd, static_cast<off_t>(p.offset)) ==
-        MAP_FAILED)
-      return -errno;
-    pos += p.size;
+  int err = 0;
+  FdOfPiece fd_of(fds);
+  for (const auto &r : ranges) {
+    const bool ok = maps.for_each_piece(r.addr, r.size, [&](const FilePiece &p) {
+      const int fd = fd_of(p);
+      if (err || pos + p.size > total) {
+        err = err ? err : -EFAULT;
+        return;
+      }
+      if (fd < 0) {
+        err = -EFAULT;
+        return;
+      }
+      void *at = static_cast<uint8_t *>(base) + pos;
+      if (mmap(at, p.size, prot, MAP_SHARED | MAP_FIXED, fd, static_cast<off_t>(p.offset)) ==
+          MAP_FAILED)
+        err = -errno;
+      pos += p.size;
+    });
+    if (!ok) return -EFAULT;
+    if (err) return err;
   }
+  if (pos != total) return -EFAULT;
   uint32_t h;
-  int err = dev->gem_userptr(base, total, userptr_flags(ro), &h);
-  if (err) return err;
+  if ((err = dev->gem_userptr(base, total, userptr_flags(ro), &h))) return err;
   auto obj =
       std::make_shared<MemoryObject>(dev, MemoryObject::Kind::kUserptr, 0,
                                      std::vector<MemoryObject::Segment>{{h, total, base}}, ro);
@@ -131,55 +224,49 @@ int import_alias(const std::shared_ptr<AmdgpuDevice> &dev, const std::vector<Fil
   return 0;
 }
 
-// Groups pieces into udmabufs within the item and size limits.
-std::vector<std::vector<UdmabufItem>> udmabuf_groups(
-    const std::vector<FilePiece> &pieces, const std::map<std::pair<dev_t, ino_t>, UniqueFd> *fds,
-    const UserptrOptions &opt) {
-  std::vector<std::vector<UdmabufItem>> groups(1);
-  uint64_t group_bytes = 0;
-  for (const auto &p : pieces) {
-    const int fd = fds ? fds->at({p.dev, p.ino}).get() : -1;
-    for (uint64_t done = 0; done < p.size;) {
-      uint64_t len = std::min(p.size - done, opt.udmabuf_max_bytes);
-      if (groups.back().size() >= opt.udmabuf_max_items ||
-          group_bytes + len > opt.udmabuf_max_bytes) {
-        groups.emplace_back();
-        group_bytes = 0;
-      }
-      len = std::min(len, opt.udmabuf_max_bytes - group_bytes);
-      groups.back().push_back(UdmabufItem{fd, p.offset + done, len});
-      group_bytes += len;
-      done += len;
-    }
-  }
-  return groups;
-}
-
-int import_udmabuf(const std::shared_ptr<AmdgpuDevice> &dev, const std::vector<FilePiece> &pieces,
-                   std::map<std::pair<dev_t, ino_t>, UniqueFd> &fds, bool ro,
+// Each udmabuf's list is built in one reused buffer and imported before the next is built: no
+// per-page allocation, and one CREATE_LIST plus one PRIME import per udmabuf.
+int import_udmabuf(const std::shared_ptr<AmdgpuDevice> &dev, HostFileRanges &maps,
+                   const std::vector<Range> &ranges, const Survey &sv, bool ro,
                    const UserptrOptions &opt, std::shared_ptr<MemoryObject> *out) {
-  for (auto &[key, fd] : fds) {
-    if (!udmabuf_accepts(fd.get())) return -EOPNOTSUPP;  // the kernel requires the seal
-  }
+  if (sv.udmabufs == 0 || opt.udmabuf_max_items == 0 || opt.udmabuf_max_bytes < kPage)
+    return -EINVAL;
+  if (sv.udmabufs > opt.max_objects) return -ENOSPC;
   int err;
   const Udmabuf udev = Udmabuf::open(&err);
   if (err) return err;
-  const auto groups = udmabuf_groups(pieces, &fds, opt);
-  if (groups.size() > opt.max_objects) return -ENOSPC;
 
   HandleGuard guard(*dev);
   std::vector<UniqueFd> bufs;
-  for (const auto &g : groups) {
+  bufs.reserve(sv.udmabufs);
+  UdmabufList list(static_cast<uint32_t>(std::min<uint64_t>(opt.udmabuf_max_items, UINT32_MAX)));
+  auto flush = [&]() -> int {
+    // Never more udmabufs than the survey counted (and the quota allowed).
+    if (bufs.size() >= sv.udmabufs) return -EFAULT;
     UniqueFd buf;
-    if ((err = udev.create_list(g, &buf))) return err;
+    if (int e = udev.create(list, &buf)) return e;
     uint32_t h;
-    if ((err = dev->prime_import(buf.get(), &h))) return err;
-    uint64_t bytes = 0;
-    for (const auto &it : g)
-      bytes += it.size;
-    guard.add(h, bytes);
+    if (int e = dev->prime_import(buf.get(), &h)) return e;
+    guard.add(h, list.bytes());
     bufs.push_back(std::move(buf));
+    list.clear();
+    return 0;
+  };
+  UdmabufPacker packer(opt);
+  FdOfPiece fd_of(sv.fds);
+  err = 0;
+  for (const auto &r : ranges) {
+    const bool ok = maps.for_each_piece(r.addr, r.size, [&](const FilePiece &p) {
+      const int fd = fd_of(p);
+      packer.split(p, [&](uint64_t off, uint64_t len, bool fresh) {
+        if (!err && fresh) err = flush();
+        if (!err && !list.add(fd, off, len)) err = -EFAULT;  // fd < 0: a file not surveyed
+      });
+    });
+    if (!ok) return -EFAULT;
+    if (err) return err;
   }
+  if ((err = flush())) return err;
   auto obj =
       std::make_shared<MemoryObject>(dev, MemoryObject::Kind::kUserptr, 0, guard.release(), ro);
   for (auto &b : bufs)
@@ -230,27 +317,36 @@ int import_userptr(const std::shared_ptr<AmdgpuDevice> &dev, std::span<const iov
   out->ranges = static_cast<uint32_t>(ranges.size());
 
   if (ranges.size() > opt.stitch_max_ranges && (opt.allow_alias || opt.allow_udmabuf)) {
-    auto maps = HostFileRanges::snapshot();
-    std::vector<FilePiece> pieces;
-    bool file_backed = maps.has_value();
-    for (size_t i = 0; file_backed && i < ranges.size(); ++i)
-      file_backed = maps->resolve(ranges[i].addr, ranges[i].size, &pieces);
-    std::map<std::pair<dev_t, ino_t>, UniqueFd> fds;
-    if (file_backed && collect_fds(pieces, &fds)) {
-      out->pieces = static_cast<uint32_t>(pieces.size());
-      // Leave most of the map-count budget to the VMM: an alias needs one VMA per piece.
-      const uint64_t budget = max_map_count() / 2;
-      const bool alias_ok = opt.allow_alias && maps->mapping_count() + pieces.size() + 1 < budget;
+    auto maps = HostFileRanges::open();
+    Survey sv;
+    if (maps && survey(*maps, ranges, opt, &sv)) {
+      out->pieces = static_cast<uint32_t>(std::min<uint64_t>(sv.pieces, UINT32_MAX));
       bool udmabuf_ok = opt.allow_udmabuf;
-      for (auto it = fds.begin(); udmabuf_ok && it != fds.end(); ++it)
+      for (auto it = sv.fds.begin(); udmabuf_ok && it != sv.fds.end(); ++it)
         udmabuf_ok = udmabuf_accepts(it->second.get());
-      UserptrStrategy first = choose_file_import(pieces.size(), total, alias_ok, udmabuf_ok, opt);
+      // The alias needs one VMA per piece, within half of the map-count budget (the rest is the
+      // VMM's). Counting the process's VMAs reads all of /proc/self/maps, so it is asked only
+      // once the alias is the candidate; the choice is the same as with the count known first.
+      bool alias_ok = opt.allow_alias, alias_counted = false;
+      auto alias_fits = [&] {
+        if (!alias_counted && alias_ok) {
+          const uint64_t budget = max_map_count() / 2;
+          alias_ok =
+              sv.pieces + 1 < budget && HostFileRanges::mapping_count() + sv.pieces + 1 < budget;
+        }
+        alias_counted = true;
+        return alias_ok;
+      };
+      UserptrStrategy first = choose_file_import(sv.pieces, total, alias_ok, udmabuf_ok, opt);
+      if (first == UserptrStrategy::kAlias && !alias_fits())
+        first = choose_file_import(sv.pieces, total, false, udmabuf_ok, opt);
       // The cheaper first; the other if the first fails (e.g. no /dev/udmabuf).
       for (int attempt = 0; attempt < 2 && first != UserptrStrategy::kStitched; ++attempt) {
         const bool alias = first == UserptrStrategy::kAlias;
-        if (alias ? alias_ok : udmabuf_ok) {
-          const int err = alias ? import_alias(dev, pieces, fds, total, read_only, &out->object)
-                                : import_udmabuf(dev, pieces, fds, read_only, opt, &out->object);
+        if (alias ? alias_fits() : udmabuf_ok) {
+          const int err =
+              alias ? import_alias(dev, *maps, ranges, sv.fds, total, read_only, &out->object)
+                    : import_udmabuf(dev, *maps, ranges, sv, read_only, opt, &out->object);
           if (err == 0) {
             out->strategy = first;
             break;
@@ -259,7 +355,7 @@ int import_userptr(const std::shared_ptr<AmdgpuDevice> &dev, std::span<const iov
         first = alias ? UserptrStrategy::kUdmabuf : UserptrStrategy::kAlias;
       }
       if (out->object) {
-        set_ranges(*out->object, ranges);
+        out->object->set_guest_ranges(std::move(ranges));
         return 0;
       }
     }
@@ -267,7 +363,7 @@ int import_userptr(const std::shared_ptr<AmdgpuDevice> &dev, std::span<const iov
   if (ranges.size() > opt.max_objects) return -ENOSPC;
   out->strategy = UserptrStrategy::kStitched;
   if (int err = import_stitched(dev, ranges, read_only, &out->object)) return err;
-  set_ranges(*out->object, ranges);
+  out->object->set_guest_ranges(std::move(ranges));
   return 0;
 }
 

@@ -29,8 +29,9 @@ const char *userptr_strategy_name(UserptrStrategy s);
 
 // What each import costs, in ns, from the figures measured for issue 14 on the reference VM
 // (bench/bench_userptr.cpp, perf): mmap(MAP_FIXED) of one alias piece about 4 us (VMA split and
-// interval-tree insert), udmabuf pinning 0.2-0.4 us per 4 KiB page, and each udmabuf's
-// CREATE_LIST + PRIME import a fixed cost of the order of a few syscalls.
+// interval-tree insert), the kernel's udmabuf pinning 0.06-0.28 us per 4 KiB page
+// (BM_KernelPagePin: bulk, and one page per item), and each udmabuf's CREATE_LIST + PRIME import
+// a fixed cost of the order of a few syscalls.
 struct ImportCosts {
   double alias_per_piece_ns = 4000;
   double udmabuf_per_page_ns = 300;

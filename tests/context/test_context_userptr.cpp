@@ -229,6 +229,10 @@ TEST_CASE("userptr: many small pieces of a sealed memfd go through udmabuf, no c
   const auto after = emu_counters();
   CHECK(h.ctx().stats().last_userptr_strategy == UserptrStrategy::kUdmabuf);
   CHECK(after.udmabufs_created - before.udmabufs_created == 2);
+  // One CREATE_LIST and one PRIME import per udmabuf, nothing else reaches the device: the VMAs
+  // behind the pages are looked up on /proc/self/maps, not through the emulated kernel.
+  CHECK(after.dmabuf_imports - before.dmabuf_imports == 2);
+  CHECK(after.ioctls - before.ioctls == 4);
   CHECK(h.ctx().stats().last_userptr_objects == 2);
   CHECK(h.ctx().stats().usage.objects == 2);  // charged per kernel object
   CHECK(after.bytes_copied == before.bytes_copied);
@@ -254,6 +258,77 @@ TEST_CASE("userptr: many small pieces of a sealed memfd go through udmabuf, no c
   h.ctx().detach_resource(res);
   CHECK(emu_counters().udmabufs_alive == before.udmabufs_alive);
   CHECK(h.ctx().stats().usage.objects == objects - 2);
+}
+
+TEST_CASE("userptr: pages of two guest-RAM memfds, interleaved, through udmabuf",
+          "[context][userptr]") {
+  ContextHarness h;
+  h.create_shmem();
+  // A VMM with two RAM regions (two memfds, two mappings), a blob taking its pages from both in
+  // shuffled order: every other item switches file and VMA.
+  constexpr size_t kPages = 2048;
+  GuestRam low(kPages / 2 * kPage), high(kPages / 2 * kPage);
+  REQUIRE(fcntl(low.fd.get(), F_ADD_SEALS, F_SEAL_SHRINK) == 0);
+  REQUIRE(fcntl(high.fd.get(), F_ADD_SEALS, F_SEAL_SHRINK) == 0);
+  std::vector<size_t> order(kPages / 2);
+  std::iota(order.begin(), order.end(), 0);
+  std::shuffle(order.begin(), order.end(), std::mt19937(11));
+  std::vector<iovec> iov;
+  for (size_t i : order) {
+    iov.push_back({low.page(i), kPage});
+    iov.push_back({high.page(kPages / 2 - 1 - i), kPage});
+  }
+
+  const auto before = emu_counters();
+  int err;
+  const uint32_t res = create_userptr(h, iov, false, &err);
+  REQUIRE(err == 0);
+  const auto after = emu_counters();
+  CHECK(h.ctx().stats().last_userptr_strategy == UserptrStrategy::kUdmabuf);
+  CHECK(after.udmabufs_created - before.udmabufs_created == 2);
+  CHECK(after.dmabuf_imports - before.dmabuf_imports == 2);
+  CHECK(after.ioctls - before.ioctls == 4);
+  CHECK(h.ctx().stats().last_userptr_objects == 2);
+  CHECK(after.bytes_copied == before.bytes_copied);
+
+  for (size_t k = 0; k < kPages; ++k) {
+    auto *p = reinterpret_cast<uint32_t *>(iov[k].iov_base);
+    std::fill(p, p + kPage / 4, static_cast<uint32_t>(k * 2246822519u + 3));
+  }
+  const uint64_t va = h.capset().va_start;
+  REQUIRE(h.va_map(0, res, 0, va, kPages * kPage) == 0);
+  int32_t r;
+  const uint32_t sdma = h.queue_create(RVGL_IP_SDMA, 1, &r);
+  REQUIRE(r == 0);
+  auto seen = gpu_read(h, sdma, va, kPages * kPage, va + (1ull << 30), 1);
+  size_t mismatched = 0;
+  for (size_t k = 0; k < kPages; ++k)
+    mismatched += std::memcmp(seen.data() + k * kPage, iov[k].iov_base, kPage) != 0;
+  CHECK(mismatched == 0);
+}
+
+TEST_CASE("userptr: udmabufs beyond the object allowance are never made", "[context][userptr]") {
+  // One object left: 2048 scattered sealed pages would need two udmabufs, so the import takes
+  // the alias (one object) and no udmabuf is created, not even one that is closed again.
+  Config c = test_config();
+  c.limits.max_objects = 1;
+  ContextHarness h(c);
+  h.create_shmem();
+  constexpr size_t kPages = 2048;
+  GuestRam ram(2 * kPages * kPage);
+  REQUIRE(fcntl(ram.fd.get(), F_ADD_SEALS, F_SEAL_SHRINK) == 0);
+  std::vector<iovec> iov;
+  for (size_t i = 0; i < kPages; ++i)
+    iov.push_back({ram.page(2 * (kPages - 1 - i)), kPage});
+  const auto before = emu_counters();
+  int err;
+  create_userptr(h, iov, false, &err);
+  REQUIRE(err == 0);
+  const auto after = emu_counters();
+  CHECK(h.ctx().stats().last_userptr_strategy == UserptrStrategy::kAlias);
+  CHECK(after.udmabufs_created == before.udmabufs_created);
+  CHECK(after.bos_created - before.bos_created == 1);
+  CHECK(h.ctx().stats().last_userptr_objects == 1);
 }
 
 TEST_CASE("userptr: the import is chosen by cost", "[context][userptr]") {

@@ -81,6 +81,18 @@ TEST_CASE("udmabuf refuses what the kernel refuses", "[udmabuf][acceptance]") {
     Fd big = sealed_memfd(2 << 20);
     CHECK(create_one(dev.get(), big.get(), 0, 2 << 20) == -EINVAL);
   }
+  SECTION("the modelled pinning cost is a knob within bounds, and changes no result") {
+    CHECK(rvgl_emu_set_knob("RVGL_EMU_UDMABUF_PAGE_NS", "1000001") == -EINVAL);
+    CHECK(rvgl_emu_set_knob("RVGL_EMU_UDMABUF_PAGE_NS", "x") == -EINVAL);
+    Knob pin("RVGL_EMU_UDMABUF_PAGE_NS", "100", "0");
+    REQUIRE(pin.rc() == 0);
+    Fd m = sealed_memfd(32 * 4096);  // create_list takes every other page
+    const int ok = create_list(dev.get(), m.get(), 16, 4096);
+    REQUIRE(ok >= 0);
+    CHECK(lseek(ok, 0, SEEK_END) == 16 * 4096);
+    close(ok);
+    CHECK(create_one(dev.get(), m.get(), 100, 4096) == -EINVAL);  // checks come first
+  }
   SECTION("unknown flags and unknown ioctls") {
     Fd m = sealed_memfd(8192);
     udmabuf_create c{static_cast<uint32_t>(m.get()), 0x80, 0, 8192};
