@@ -37,7 +37,7 @@ struct Config {
   bool vram_poison = false;
   uint32_t udmabuf_list_limit = 1024;
   uint64_t udmabuf_size_limit_mb = 64;
-  uint64_t udmabuf_page_ns = 0;  // modelled kernel pinning per page (see emu/README.md)
+  uint64_t udmabuf_page_ns = 60;  // modelled kernel pinning per page (see emu/README.md)
 
   std::vector<FailRule> fail;
   uint64_t hang_job = 0;   // the Nth job of every context / user queue hangs

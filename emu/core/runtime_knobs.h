@@ -25,7 +25,7 @@ struct RuntimeKnobs {
   std::atomic<bool> vram_poison{false};
   std::atomic<uint32_t> udmabuf_list_limit{1024};
   std::atomic<uint64_t> udmabuf_size_limit_mb{64};
-  std::atomic<uint64_t> udmabuf_page_ns{0};
+  std::atomic<uint64_t> udmabuf_page_ns{60};
   std::atomic<uint64_t> vm_fault_stop{0};
   std::atomic<bool> no_syncobj_eventfd{false};
 

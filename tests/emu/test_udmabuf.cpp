@@ -84,7 +84,7 @@ TEST_CASE("udmabuf refuses what the kernel refuses", "[udmabuf][acceptance]") {
   SECTION("the modelled pinning cost is a knob within bounds, and changes no result") {
     CHECK(rvgl_emu_set_knob("RVGL_EMU_UDMABUF_PAGE_NS", "1000001") == -EINVAL);
     CHECK(rvgl_emu_set_knob("RVGL_EMU_UDMABUF_PAGE_NS", "x") == -EINVAL);
-    Knob pin("RVGL_EMU_UDMABUF_PAGE_NS", "100", "0");
+    Knob pin("RVGL_EMU_UDMABUF_PAGE_NS", "100", "60");
     REQUIRE(pin.rc() == 0);
     Fd m = sealed_memfd(32 * 4096);  // create_list takes every other page
     const int ok = create_list(dev.get(), m.get(), 16, 4096);
