@@ -1,6 +1,7 @@
 #include "exec/user_queue.h"
 
 #include <amdgpu_drm.h>
+#include <pthread.h>
 
 #include <thread>
 #include <vector>
@@ -102,6 +103,7 @@ bool UserQueue::process(uint64_t rptr, uint64_t wptr) {
 }
 
 void UserQueue::loop(uint64_t rung) {
+  pthread_setname_np(pthread_self(), "emu-userq");
   // The queue starts empty (the MQD's pointers are 0).
   uint64_t rptr = 0;
   auto idle = std::chrono::microseconds(10);

@@ -36,13 +36,20 @@ void QueueHealth::add_user(uint32_t handle, std::shared_ptr<UserQueue> q) {
 }
 
 void QueueHealth::remove(uint32_t handle) {
-  std::lock_guard lk(mu_);
-  queues_.erase(handle);
-  users_.erase(handle);
-  if (users_.empty()) {
-    next_user_poll_ns_ = 0;
-    publish_deadline_locked();
+  {
+    std::lock_guard lk(mu_);
+    queues_.erase(handle);
+    users_.erase(handle);
+    if (users_.empty()) {
+      next_user_poll_ns_ = 0;
+      publish_deadline_locked();
+    }
   }
+  // A check in progress may hold the queue (its observation runs outside mu_): wait it out, so
+  // the caller's reference is the last and the kernel object goes when the caller drops it — a
+  // user queue's doorbell is free for the next queue once destroy returns (found by TSan's
+  // slower schedule: re-create got EBUSY).
+  std::lock_guard wait_out(check_mu_);
 }
 
 void QueueHealth::refused(uint32_t handle) {
@@ -127,6 +134,7 @@ void QueueHealth::post(uint32_t type, uint32_t queue, uint64_t p0, uint64_t p1) 
 }
 
 void QueueHealth::check(int64_t now) {
+  std::lock_guard running(check_mu_);
   struct Seen {
     uint32_t handle;
     std::shared_ptr<KernelQueue> q;

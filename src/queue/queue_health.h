@@ -91,6 +91,8 @@ class QueueHealth final : public CompletionEngine::Watch {
   EventRing &events_;
   std::function<void()> rearm_;
 
+  // Held for a whole check (engine thread); remove() takes it to wait a check out. Outside mu_.
+  std::mutex check_mu_;
   mutable std::mutex mu_;  // queues_, last_check_ns_, due_ns_, checks_
   std::map<uint32_t, Tracked> queues_;
   std::map<uint32_t, TrackedUser> users_;
