@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "amdgpu/uapi/procmap_query_uapi.h"
 #include "interpose/real_libc.h"
 #include "util/unique_fd.h"
 
@@ -16,28 +17,12 @@ namespace rvgl::emu {
 
 namespace {
 
-// PROCMAP_QUERY (Linux 6.11, include/uapi/linux/fs.h; fs/proc/task_mmu.c do_procmap_query): one
-// VMA looked up by address, as the kernel's own VMA walk does, whatever the size of the map.
-struct ProcmapQuery {
-  uint64_t size;
-  uint64_t query_flags;
-  uint64_t query_addr;
-  uint64_t vma_start;
-  uint64_t vma_end;
-  uint64_t vma_flags;
-  uint64_t vma_page_size;
-  uint64_t vma_offset;
-  uint64_t inode;
-  uint32_t dev_major;
-  uint32_t dev_minor;
-  uint32_t vma_name_size;
-  uint32_t build_id_size;
-  uint64_t vma_name_addr;
-  uint64_t build_id_addr;
-};
-static_assert(sizeof(ProcmapQuery) == 104);
-constexpr unsigned long kProcmapQuery = _IOWR('f', 17, ProcmapQuery);
-constexpr uint64_t kVmaReadable = 0x01, kVmaWritable = 0x02;
+// PROCMAP_QUERY (amdgpu/uapi/procmap_query_uapi.h): one VMA looked up by address, as the kernel's
+// own VMA walk does, whatever the size of the map.
+using ProcmapQuery = uapi::ProcmapQueryArg;
+using uapi::kProcmapQuery;
+using uapi::kVmaReadable;
+using uapi::kVmaWritable;
 
 std::atomic<bool> g_no_procmap_query{false};
 

@@ -5,32 +5,15 @@
 
 #include <cerrno>
 
+#include "amdgpu/uapi/procmap_query_uapi.h"
+
 namespace rvgl {
 
 namespace {
 
-// struct procmap_query and its flags, as include/uapi/linux/fs.h (Linux 6.11) defines them and
-// fs/proc/task_mmu.c do_procmap_query() fills them; the Debian 12 headers predate it.
-struct ProcmapQueryArg {
-  uint64_t size;
-  uint64_t query_flags;
-  uint64_t query_addr;
-  uint64_t vma_start;
-  uint64_t vma_end;
-  uint64_t vma_flags;
-  uint64_t vma_page_size;
-  uint64_t vma_offset;
-  uint64_t inode;
-  uint32_t dev_major;
-  uint32_t dev_minor;
-  uint32_t vma_name_size;
-  uint32_t build_id_size;
-  uint64_t vma_name_addr;
-  uint64_t build_id_addr;
-};
-static_assert(sizeof(ProcmapQueryArg) == 104);
-constexpr unsigned long kProcmapQuery = _IOWR('f', 17, ProcmapQueryArg);
-constexpr uint64_t kVmaShared = 0x08;  // PROCMAP_QUERY_VMA_SHARED
+using uapi::kProcmapQuery;
+using uapi::kVmaShared;
+using uapi::ProcmapQueryArg;
 
 }  // namespace
 
