@@ -19,6 +19,7 @@
 #include "core/runtime_knobs.h"
 #include "exec/worker_thread.h"
 #include "interpose/real_libc.h"
+#include "ioctl/dispatch.h"
 
 using namespace rvgl::emu;
 
@@ -151,6 +152,10 @@ int rvgl_emu_get_counters(rvgl_emu_counters *out, size_t size) {
   snapshot(c);
   std::memcpy(out, &c, std::min(size, sizeof(c)));
   return 0;
+}
+
+uint64_t rvgl_emu_thread_ioctls(void) {
+  return thread_ioctls();
 }
 
 int rvgl_emu_get_file_counters(int fd, rvgl_emu_file_counters *out, size_t size) {

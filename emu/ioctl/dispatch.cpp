@@ -100,8 +100,17 @@ int dispatch_dma_buf(unsigned long request, void *arg) {
 
 }  // namespace
 
+namespace {
+thread_local uint64_t t_ioctls = 0;  // rvgl_emu_thread_ioctls(): this thread's share of `ioctls`
+}  // namespace
+
+uint64_t thread_ioctls() {
+  return t_ioctls;
+}
+
 int dispatch_ioctl(const std::shared_ptr<OpenFile> &file, unsigned long request, void *arg) {
   counters().ioctls.fetch_add(1, std::memory_order_relaxed);
+  ++t_ioctls;
   apply_sysfs_writes();  // a `remove` written just before takes effect first
   switch (file->kind()) {
     case OpenFile::Kind::Device:

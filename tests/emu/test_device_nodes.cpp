@@ -8,6 +8,7 @@
 
 #include <catch2/catch.hpp>
 #include <set>
+#include <thread>
 
 #include "emu_test_support.h"
 
@@ -255,4 +256,30 @@ TEST_CASE("the counters file is written for readers in other processes", "[nodes
   CHECK(saw);
   unlink(path);
   CHECK(std::string(path).rfind(rvgl_emu_state_dir(), 0) == 0);
+}
+
+TEST_CASE("rvgl_emu_thread_ioctls counts the calling thread's ioctls, exactly", "[nodes]") {
+  Fd fd = open_render();
+  REQUIRE(fd.get() >= 0);
+  auto version = [&] {
+    drm_version v{};
+    return xioctl(fd.get(), DRM_IOCTL_VERSION, &v);
+  };
+  const uint64_t mine = rvgl_emu_thread_ioctls();
+  rvgl_emu_counters before{}, after{};
+  rvgl_emu_get_counters(&before, sizeof before);
+  for (int i = 0; i < 3; ++i)
+    REQUIRE(version() == 0);
+  uint64_t theirs = 0;
+  std::thread other([&] {
+    const uint64_t t0 = rvgl_emu_thread_ioctls();
+    for (int i = 0; i < 5; ++i)
+      version();
+    theirs = rvgl_emu_thread_ioctls() - t0;
+  });
+  other.join();
+  rvgl_emu_get_counters(&after, sizeof after);
+  CHECK(rvgl_emu_thread_ioctls() - mine == 3);
+  CHECK(theirs == 5);
+  CHECK(after.ioctls - before.ioctls == 8);  // process-wide: no other thread of this test calls
 }
