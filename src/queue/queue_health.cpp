@@ -78,7 +78,9 @@ void QueueHealth::completed(uint32_t handle, uint64_t point, int64_t now) {
 
 bool QueueHealth::defers_now(int64_t now) const {
   std::lock_guard lk(mu_);
-  return last_check_ns_ && now - last_check_ns_ < HealthPacer::process().interval_ns(now);
+  // A check under way may be classifying the very completion the caller saw: not deferred.
+  return !checking_ && last_check_ns_ &&
+         now - last_check_ns_ < HealthPacer::process().interval_ns(now);
 }
 
 void QueueHealth::publish_deadline_locked() {
@@ -135,6 +137,14 @@ void QueueHealth::post(uint32_t type, uint32_t queue, uint64_t p0, uint64_t p1) 
 
 void QueueHealth::check(int64_t now) {
   std::lock_guard running(check_mu_);
+  // checking_ spans the whole check, published states included (defers_now).
+  struct Checking {
+    QueueHealth &h;
+    ~Checking() {
+      std::lock_guard lk(h.mu_);
+      h.checking_ = false;
+    }
+  } checking{*this};
   struct Seen {
     uint32_t handle;
     std::shared_ptr<KernelQueue> q;
@@ -158,6 +168,7 @@ void QueueHealth::check(int64_t now) {
       users.emplace_back(h, t.queue);
     }
     last_check_ns_ = now;
+    checking_ = true;
     due_ns_ = 0;
     publish_deadline_locked();
     ++checks_;

@@ -55,7 +55,8 @@ class QueueHealth final : public CompletionEngine::Watch {
   // yet (the check looks at the job of the newer of the two).
   void completed(uint32_t handle, uint64_t point, int64_t now_ns);
   // Any thread: whether a completion seen now would have its check deferred (the interval since
-  // the last check has not passed), i.e. fences may reach the guest before the check either way.
+  // the last check has not passed, and no check is under way), i.e. fences may reach the guest
+  // before the check either way.
   bool defers_now(int64_t now_ns) const;
 
   // CompletionEngine::Watch (a timer-only watch).
@@ -98,6 +99,7 @@ class QueueHealth final : public CompletionEngine::Watch {
   std::map<uint32_t, TrackedUser> users_;
   int64_t next_user_poll_ns_ = 0;
   int64_t last_check_ns_ = 0;
+  bool checking_ = false;  // a check is between taking its queues and publishing them
   int64_t due_ns_ = 0;
   uint64_t checks_ = 0;
   std::atomic<int64_t> deadline_{0};  // the earlier of due_ns_ and next_user_poll_ns_ (0: none)
