@@ -9,9 +9,9 @@
 
 namespace rvgl::emu {
 
-// Returns the ioctl's result (>= 0) or -errno.
 // Emulated ioctls the calling thread has made (all files).
 uint64_t thread_ioctls();
+// Returns the ioctl's result (>= 0) or -errno.
 int dispatch_ioctl(const std::shared_ptr<OpenFile> &file, unsigned long request, void *arg);
 
 }  // namespace rvgl::emu

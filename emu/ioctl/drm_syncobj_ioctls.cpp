@@ -2,8 +2,6 @@
 // CLOCK_MONOTONIC timeouts, export/import as syncobj fds and sync_file fds.
 #include <drm.h>
 #include <fcntl.h>
-#include <linux/kcmp.h>
-#include <sys/syscall.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -19,6 +17,7 @@
 #include "ioctl/handlers.h"
 #include "sync/fence.h"
 #include "sync/syncobj.h"
+#include "util/same_open_file.h"
 #include "util/user_memory.h"
 
 namespace rvgl::emu {
@@ -337,14 +336,6 @@ int check_eventfd(int fd) {
   return std::strcmp(target, "anon_inode:[eventfd]") == 0 ? 0 : -EINVAL;
 }
 
-// 1: the two fds are one open file, 0: not, <0: kcmp(2) cannot tell (not built, or refused).
-int same_file(int a, int b) {
-  const pid_t self = getpid();
-  const long r = syscall(SYS_kcmp, self, self, KCMP_FILE, a, b);
-  if (r < 0) return -errno;
-  return r == 0 ? 1 : 0;
-}
-
 // The kernel's registration takes a reference on the eventfd context (eventfd_ctx_fdget(): fget
 // and an f_op check, no syscall), and the entry drops it when it fires. Re-verifying the file by
 // a /proc path walk and dup'ing it for every registration would cost this process several times
@@ -362,7 +353,7 @@ std::shared_ptr<UniqueFd> eventfd_handle(DeviceFile &f, int fd, int *err) {
     auto it = f.known_eventfds.find(fd);
     if (it != f.known_eventfds.end()) known = it->second;
   }
-  if (known && same_file(fd, known->get()) == 1) return known;
+  if (known && rvgl::same_open_file(fd, known->get()) == 1) return known;
   if ((*err = check_eventfd(fd))) return nullptr;
   auto own = std::make_shared<UniqueFd>(real::fcntl(fd, F_DUPFD_CLOEXEC, nullptr));
   if (!*own) {

@@ -1,8 +1,6 @@
 #include "amdgpu/amdgpu_device.h"
 
 #include <fcntl.h>
-#include <linux/kcmp.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 #include <xf86drm.h>
 
@@ -13,6 +11,8 @@
 #include <cstring>
 #include <mutex>
 #include <vector>
+
+#include "util/same_open_file.h"
 
 namespace rvgl {
 
@@ -30,15 +30,6 @@ namespace {
 // Every device of this process, so a VMM fd that is another context's open file is recognised.
 std::mutex g_devices_mu;
 std::vector<std::weak_ptr<AmdgpuDevice>> g_devices;
-
-// 1: a and b are the same open file (one GPU VM), 0: not, -errno: cannot tell. kcmp(2) KCMP_FILE
-// compares the struct file behind two fds (linux/kcmp.h); dup'ed fds share one.
-int same_file(int a, int b) {
-  const pid_t self = getpid();
-  const long r = syscall(SYS_kcmp, self, self, KCMP_FILE, a, b);
-  if (r < 0) return -errno;
-  return r == 0 ? 1 : 0;
-}
 
 }  // namespace
 
@@ -59,7 +50,7 @@ std::shared_ptr<AmdgpuDevice> AmdgpuDevice::adopt_private(UniqueFd fd, int *err)
     for (const auto &w : g_devices) {
       auto d = w.lock();
       if (!d) continue;
-      shared = same_file(fd.get(), d->fd());
+      shared = same_open_file(fd.get(), d->fd());
       if (shared != 0) break;  // the same file, or no way to tell: do not trust it
     }
   }

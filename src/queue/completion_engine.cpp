@@ -263,17 +263,21 @@ void CompletionEngine::arm_idle_locked() {
     if (it == entries_.end()) continue;  // removed
     Entry &e = it->second;
     const uint64_t p = e.watch->arm_point();
+    if (!p) {
+      to_arm_[keep++] = id;  // nothing to wait for yet: asked again next time
+      continue;
+    }
     // One registration outstanding per watch: the kernel cannot take one back, and a second
     // would make a firing ambiguous. An earlier point wanted later is seen when this one fires.
     // The VMM's own fd first: the kernel signals registrations in order, and that wake is the
     // one a guest waits for. Best effort (the VMM still hears through this thread), and once per
     // point even when this thread's own registration has to be retried.
-    if (const int direct = e.watch->direct_wake_fd(); p && direct >= 0 && e.direct_armed != p)
+    if (const int direct = e.watch->direct_wake_fd(); direct >= 0 && e.direct_armed != p)
       if (dev_->syncobj_eventfd(e.handle, p, direct) == 0) e.direct_armed = p;
-    if (p && dev_->syncobj_eventfd(e.handle, p, e.efd.get()) == 0)
+    if (dev_->syncobj_eventfd(e.handle, p, e.efd.get()) == 0)
       e.armed = p;
     else
-      to_arm_[keep++] = id;  // nothing to wait for yet (or refused): asked again next time
+      to_arm_[keep++] = id;  // refused: asked again next time
   }
   to_arm_.resize(keep);
 }
@@ -295,10 +299,10 @@ void CompletionEngine::run_eventfd() {
     const int64_t now = monotonic_ns();
     std::lock_guard calls(calls_mu_);
     for (int i = 0; i < n; ++i) {
-      uint64_t v;
       // epoll_event is packed on x86-64: copy the id out rather than bind a reference to it.
       const uint64_t id = events[i].data.u64;
       if (id == 0) {
+        uint64_t v;
         [[maybe_unused]] ssize_t r = read(wake_efd_.get(), &v, sizeof(v));
         continue;
       }
@@ -314,7 +318,7 @@ void CompletionEngine::run_eventfd() {
         to_arm_.push_back(id);
         hit = it->second.watch;
       }
-      if (point) hit->reached(point);
+      hit->reached(point);
     }
     {
       std::lock_guard lk(mu_);

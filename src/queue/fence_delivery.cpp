@@ -62,12 +62,14 @@ void FenceDelivery::collect_locked(Out *done, bool refresh) {
     const uint32_t ring = static_cast<uint32_t>(__builtin_ctzll(busy));
     busy &= busy - 1;
     auto &q = rings_[ring];
-    bool asked = !refresh;
+    bool may_ask = refresh;  // a ring's fences share one source: ask it at most once
     while (!q.empty()) {
       const Pending &p = q.front();
-      if (p.source && p.source->reached() < p.point &&
-          (asked || (asked = true, p.source->refresh() < p.point)))
-        break;
+      if (p.source && p.source->reached() < p.point) {
+        if (!may_ask) break;
+        may_ask = false;
+        if (p.source->refresh() < p.point) break;
+      }
       done->push_back({ring, p.fence_id});
       q.pop_front();
     }

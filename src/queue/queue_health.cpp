@@ -77,10 +77,12 @@ void QueueHealth::completed(uint32_t handle, uint64_t point, int64_t now) {
 }
 
 bool QueueHealth::defers_now(int64_t now) const {
+  // A check under way (it holds check_mu_ throughout) may be classifying the very completion the
+  // caller saw: not deferred.
+  std::unique_lock no_check(check_mu_, std::try_to_lock);
+  if (!no_check.owns_lock()) return false;
   std::lock_guard lk(mu_);
-  // A check under way may be classifying the very completion the caller saw: not deferred.
-  return !checking_ && last_check_ns_ &&
-         now - last_check_ns_ < HealthPacer::process().interval_ns(now);
+  return last_check_ns_ && now - last_check_ns_ < HealthPacer::process().interval_ns(now);
 }
 
 void QueueHealth::publish_deadline_locked() {
@@ -136,15 +138,7 @@ void QueueHealth::post(uint32_t type, uint32_t queue, uint64_t p0, uint64_t p1) 
 }
 
 void QueueHealth::check(int64_t now) {
-  std::lock_guard running(check_mu_);
-  // checking_ spans the whole check, published states included (defers_now).
-  struct Checking {
-    QueueHealth &h;
-    ~Checking() {
-      std::lock_guard lk(h.mu_);
-      h.checking_ = false;
-    }
-  } checking{*this};
+  std::lock_guard running(check_mu_);  // the whole check, published states included
   struct Seen {
     uint32_t handle;
     std::shared_ptr<KernelQueue> q;
@@ -168,7 +162,6 @@ void QueueHealth::check(int64_t now) {
       users.emplace_back(h, t.queue);
     }
     last_check_ns_ = now;
-    checking_ = true;
     due_ns_ = 0;
     publish_deadline_locked();
     ++checks_;

@@ -71,7 +71,7 @@ class QueueHealth final : public CompletionEngine::Watch {
   struct Tracked {
     std::shared_ptr<KernelQueue> queue;
     bool dirty = false;        // new completions (or a refusal) since the last check
-    int64_t busy_window = -1;  // HealthPacer's count of busy queues
+    int64_t busy_window = -1;  // the last window HealthPacer counted this queue busy in
     uint64_t reached = 0;      // the newest point the watch reported
   };
   struct TrackedUser {
@@ -92,14 +92,14 @@ class QueueHealth final : public CompletionEngine::Watch {
   EventRing &events_;
   std::function<void()> rearm_;
 
-  // Held for a whole check (engine thread); remove() takes it to wait a check out. Outside mu_.
-  std::mutex check_mu_;
+  // Held for a whole check (engine thread); remove() takes it to wait a check out, defers_now()
+  // tries it to see one under way. Outside mu_.
+  mutable std::mutex check_mu_;
   mutable std::mutex mu_;  // queues_, last_check_ns_, due_ns_, checks_
   std::map<uint32_t, Tracked> queues_;
   std::map<uint32_t, TrackedUser> users_;
   int64_t next_user_poll_ns_ = 0;
   int64_t last_check_ns_ = 0;
-  bool checking_ = false;  // a check is between taking its queues and publishing them
   int64_t due_ns_ = 0;
   uint64_t checks_ = 0;
   std::atomic<int64_t> deadline_{0};  // the earlier of due_ns_ and next_user_poll_ns_ (0: none)

@@ -1,0 +1,22 @@
+// Whether two fds of this process name one open file (one struct file: dup'ed fds do), by kcmp(2)
+// KCMP_FILE (linux/kcmp.h). For the product (a VMM's DRM fd that is another context's) and the
+// emulator (an eventfd number it already verified).
+#pragma once
+
+#include <linux/kcmp.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+namespace rvgl {
+
+// 1: the same open file, 0: not, -errno: cannot tell (kcmp not built, or refused).
+inline int same_open_file(int a, int b) {
+  const pid_t self = getpid();
+  const long r = syscall(SYS_kcmp, self, self, KCMP_FILE, a, b);
+  if (r < 0) return -errno;
+  return r == 0 ? 1 : 0;
+}
+
+}  // namespace rvgl
