@@ -78,6 +78,46 @@ std::vector<uint8_t> gpu_read(ContextHarness &h, uint32_t sdma, uint64_t src_va,
   return {dst.ptr(), dst.ptr() + bytes};
 }
 
+// A userptr import of `iov` (it must succeed), with the device's counters around it and the
+// emulated ioctls this thread made for it (the engine thread makes its own meanwhile).
+struct CountedImport {
+  uint32_t res = 0;
+  uint64_t ioctls = 0;
+  rvgl_emu_counters before{}, after{};
+};
+CountedImport import_counted(ContextHarness &h, const std::vector<iovec> &iov) {
+  CountedImport c;
+  c.before = emu_counters();
+  const uint64_t ioctls_before = rvgl_emu_thread_ioctls();
+  int err;
+  c.res = create_userptr(h, iov, false, &err);
+  c.ioctls = rvgl_emu_thread_ioctls() - ioctls_before;
+  REQUIRE(err == 0);
+  c.after = emu_counters();
+  return c;
+}
+
+// The guest writes each blob page (a pattern from `mul`, `add`) after the import; the blob is
+// mapped at the start of the VA space and read back through SDMA. Returns the pages the GPU saw
+// differently from the guest's, in blob order.
+size_t gpu_mismatched_pages(ContextHarness &h, uint32_t res, const std::vector<iovec> &iov,
+                            uint32_t mul, uint32_t add) {
+  for (size_t k = 0; k < iov.size(); ++k) {
+    auto *p = reinterpret_cast<uint32_t *>(iov[k].iov_base);
+    std::fill(p, p + kPage / 4, static_cast<uint32_t>(k * mul + add));
+  }
+  const uint64_t va = h.capset().va_start;
+  REQUIRE(h.va_map(0, res, 0, va, iov.size() * kPage) == 0);
+  int32_t r;
+  const uint32_t sdma = h.queue_create(RVGL_IP_SDMA, 1, &r);
+  REQUIRE(r == 0);
+  auto seen = gpu_read(h, sdma, va, iov.size() * kPage, va + (1ull << 30), 1);
+  size_t mismatched = 0;
+  for (size_t k = 0; k < iov.size(); ++k)
+    mismatched += std::memcmp(seen.data() + k * kPage, iov[k].iov_base, kPage) != 0;
+  return mismatched;
+}
+
 }  // namespace
 
 TEST_CASE("userptr: one iovec, both directions, no copy", "[context][userptr]") {
@@ -147,20 +187,7 @@ TEST_CASE("userptr: 4096 scattered pages of a memfd need at most 2 host objects"
   INFO("strategy " << userptr_strategy_name(h.ctx().stats().last_userptr_strategy));
 
   // The guest writes each page after registration; the GPU reads them as one linear buffer.
-  for (size_t k = 0; k < kPages; ++k) {
-    auto *p = reinterpret_cast<uint32_t *>(iov[k].iov_base);
-    std::fill(p, p + kPage / 4, static_cast<uint32_t>(k * 2654435761u));
-  }
-  const uint64_t va = h.capset().va_start;
-  REQUIRE(h.va_map(0, res, 0, va, kPages * kPage) == 0);
-  int32_t r;
-  const uint32_t sdma = h.queue_create(RVGL_IP_SDMA, 1, &r);
-  REQUIRE(r == 0);
-  auto seen = gpu_read(h, sdma, va, kPages * kPage, va + (1ull << 30), 1);
-  size_t mismatched = 0;
-  for (size_t k = 0; k < kPages; ++k)
-    mismatched += std::memcmp(seen.data() + k * kPage, iov[k].iov_base, kPage) != 0;
-  CHECK(mismatched == 0);
+  CHECK(gpu_mismatched_pages(h, res, iov, 2654435761u, 0) == 0);
   // The only bytes the "GPU" copied were the readback's.
   CHECK(emu_counters().bytes_copied - after.bytes_copied == kPages * kPage);
 }
@@ -222,43 +249,24 @@ TEST_CASE("userptr: many small pieces of a sealed memfd go through udmabuf, no c
   for (size_t i : order)
     iov.push_back({ram.page(2 * i), kPage});
 
-  const auto before = emu_counters();
-  const uint64_t ioctls_before = rvgl_emu_thread_ioctls();
-  int err;
-  const uint32_t res = create_userptr(h, iov, false, &err);
-  const uint64_t ioctls = rvgl_emu_thread_ioctls() - ioctls_before;
-  REQUIRE(err == 0);
-  const auto after = emu_counters();
+  const CountedImport c = import_counted(h, iov);
   CHECK(h.ctx().stats().last_userptr_strategy == UserptrStrategy::kUdmabuf);
-  CHECK(after.udmabufs_created - before.udmabufs_created == 2);
+  CHECK(c.after.udmabufs_created - c.before.udmabufs_created == 2);
   // One CREATE_LIST and one PRIME import per udmabuf, nothing else reaches the device: the VMAs
   // behind the pages are looked up on /proc/self/maps, not through the emulated kernel.
-  CHECK(after.dmabuf_imports - before.dmabuf_imports == 2);
-  CHECK(ioctls == 4);  // this thread's: the engine thread makes its own meanwhile
+  CHECK(c.after.dmabuf_imports - c.before.dmabuf_imports == 2);
+  CHECK(c.ioctls == 4);
   CHECK(h.ctx().stats().last_userptr_objects == 2);
   CHECK(h.ctx().stats().usage.objects == 2);  // charged per kernel object
-  CHECK(after.bytes_copied == before.bytes_copied);
+  CHECK(c.after.bytes_copied == c.before.bytes_copied);
 
   // Written by the guest after the import: the GPU reads the very pages, in blob order.
-  for (size_t k = 0; k < kPages; ++k) {
-    auto *p = reinterpret_cast<uint32_t *>(iov[k].iov_base);
-    std::fill(p, p + kPage / 4, static_cast<uint32_t>(k * 40503u + 1));
-  }
-  const uint64_t va = h.capset().va_start;
-  REQUIRE(h.va_map(0, res, 0, va, kPages * kPage) == 0);
-  int32_t r;
-  const uint32_t sdma = h.queue_create(RVGL_IP_SDMA, 1, &r);
-  REQUIRE(r == 0);
-  auto seen = gpu_read(h, sdma, va, kPages * kPage, va + (1ull << 30), 1);
-  size_t mismatched = 0;
-  for (size_t k = 0; k < kPages; ++k)
-    mismatched += std::memcmp(seen.data() + k * kPage, iov[k].iov_base, kPage) != 0;
-  CHECK(mismatched == 0);
+  CHECK(gpu_mismatched_pages(h, c.res, iov, 40503u, 1) == 0);
 
   // Detach releases the udmabufs and their imports, and their charge, at once.
   const uint64_t objects = h.ctx().stats().usage.objects;  // + gpu_read's two BOs
-  h.ctx().detach_resource(res);
-  CHECK(emu_counters().udmabufs_alive == before.udmabufs_alive);
+  h.ctx().detach_resource(c.res);
+  CHECK(emu_counters().udmabufs_alive == c.before.udmabufs_alive);
   CHECK(h.ctx().stats().usage.objects == objects - 2);
 }
 
@@ -281,34 +289,15 @@ TEST_CASE("userptr: pages of two guest-RAM memfds, interleaved, through udmabuf"
     iov.push_back({high.page(kPages / 2 - 1 - i), kPage});
   }
 
-  const auto before = emu_counters();
-  const uint64_t ioctls_before = rvgl_emu_thread_ioctls();
-  int err;
-  const uint32_t res = create_userptr(h, iov, false, &err);
-  const uint64_t ioctls = rvgl_emu_thread_ioctls() - ioctls_before;
-  REQUIRE(err == 0);
-  const auto after = emu_counters();
+  const CountedImport c = import_counted(h, iov);
   CHECK(h.ctx().stats().last_userptr_strategy == UserptrStrategy::kUdmabuf);
-  CHECK(after.udmabufs_created - before.udmabufs_created == 2);
-  CHECK(after.dmabuf_imports - before.dmabuf_imports == 2);
-  CHECK(ioctls == 4);  // this thread's: the engine thread makes its own meanwhile
+  CHECK(c.after.udmabufs_created - c.before.udmabufs_created == 2);
+  CHECK(c.after.dmabuf_imports - c.before.dmabuf_imports == 2);
+  CHECK(c.ioctls == 4);
   CHECK(h.ctx().stats().last_userptr_objects == 2);
-  CHECK(after.bytes_copied == before.bytes_copied);
+  CHECK(c.after.bytes_copied == c.before.bytes_copied);
 
-  for (size_t k = 0; k < kPages; ++k) {
-    auto *p = reinterpret_cast<uint32_t *>(iov[k].iov_base);
-    std::fill(p, p + kPage / 4, static_cast<uint32_t>(k * 2246822519u + 3));
-  }
-  const uint64_t va = h.capset().va_start;
-  REQUIRE(h.va_map(0, res, 0, va, kPages * kPage) == 0);
-  int32_t r;
-  const uint32_t sdma = h.queue_create(RVGL_IP_SDMA, 1, &r);
-  REQUIRE(r == 0);
-  auto seen = gpu_read(h, sdma, va, kPages * kPage, va + (1ull << 30), 1);
-  size_t mismatched = 0;
-  for (size_t k = 0; k < kPages; ++k)
-    mismatched += std::memcmp(seen.data() + k * kPage, iov[k].iov_base, kPage) != 0;
-  CHECK(mismatched == 0);
+  CHECK(gpu_mismatched_pages(h, c.res, iov, 2246822519u, 3) == 0);
 }
 
 TEST_CASE("userptr: udmabufs beyond the object allowance are never made", "[context][userptr]") {
