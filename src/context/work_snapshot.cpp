@@ -22,8 +22,9 @@ WorkSnapshot ComputeContext::work_snapshot() const {
 }
 
 bool WorkSnapshot::reached() {
+  // query(), not value(): this runs on the VMM's or the router's thread, not the health owner's.
   auto pending = [](const Point &p) {
-    return p.timeline->known_reached() < p.point && p.timeline->value() < p.point;
+    return p.timeline->known_reached() < p.point && p.timeline->query() < p.point;
   };
   points_.erase(
       std::remove_if(points_.begin(), points_.end(), [&](const Point &p) { return !pending(p); }),

@@ -23,9 +23,14 @@ int SyncTimeline::signal(uint64_t point) {
   return r;
 }
 
-uint64_t SyncTimeline::value() const {
+uint64_t SyncTimeline::query() const {
   uint64_t v = 0;
   if (dev_->syncobj_query(handle_, &v)) return 0;
+  return v;
+}
+
+uint64_t SyncTimeline::value() const {
+  const uint64_t v = query();
   note_reached(v);
   return v;
 }
