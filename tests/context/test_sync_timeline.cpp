@@ -13,20 +13,25 @@ using namespace rvgl;
 
 namespace {
 
-std::shared_ptr<AmdgpuDevice> open_device() {
+struct Timeline {
+  std::shared_ptr<AmdgpuDevice> dev;
+  std::shared_ptr<SyncTimeline> tl;
+};
+
+Timeline make_timeline() {
   int err = 0;
-  auto dev = AmdgpuDevice::open(choose_render_node(""), &err);
-  REQUIRE(dev);
-  return dev;
+  Timeline t;
+  t.dev = AmdgpuDevice::open(choose_render_node(""), &err);
+  REQUIRE(t.dev);
+  t.tl = SyncTimeline::create(t.dev, &err);
+  REQUIRE(t.tl);
+  return t;
 }
 
 }  // namespace
 
 TEST_CASE("a work snapshot asks the kernel but makes no point known", "[timeline]") {
-  auto dev = open_device();
-  int err = 0;
-  auto tl = SyncTimeline::create(dev, &err);
-  REQUIRE(tl);
+  auto [dev, tl] = make_timeline();
   WorkSnapshot snap(dev, {{tl, 5}});
   CHECK_FALSE(snap.reached());
 
@@ -42,10 +47,7 @@ TEST_CASE("a work snapshot asks the kernel but makes no point known", "[timeline
 }
 
 TEST_CASE("a work snapshot's wait makes no point known", "[timeline]") {
-  auto dev = open_device();
-  int err = 0;
-  auto tl = SyncTimeline::create(dev, &err);
-  REQUIRE(tl);
+  auto [dev, tl] = make_timeline();
   WorkSnapshot snap(dev, {{tl, 3}});
   REQUIRE(dev->syncobj_timeline_signal(tl->handle(), 3) == 0);
   CHECK(snap.wait(monotonic_ns() + 1'000'000'000));
