@@ -99,8 +99,6 @@ std::unique_ptr<ComputeContext> ComputeContext::create(Options opts, int *err) {
   CompletionEngine *engine = c->engine_.get();
   c->health_ = std::make_unique<QueueHealth>(c->dev_, c->events_, [engine] { engine->rearm(); });
   if ((*err = c->engine_->add_timer(c->health_.get(), &c->health_timer_))) return nullptr;
-  QueueHealth *health = c->health_.get();
-  c->delivery_->set_direct_gate([health] { return health->defers_now(monotonic_ns()); });
   if (!opts.config->capture_dir.empty()) {
     c->capture_ = CaptureWriter::open(opts.config->capture_dir, c->ctx_id_, opts.config->capset_id);
     if (CaptureWriter *w = c->capture_.get())
@@ -171,6 +169,31 @@ int ComputeContext::create_fence(uint32_t ring_idx, uint64_t fence_id, bool merg
   // queue_watch.h); work already done is delivered from inside add().
   delivery_->add(ring_idx, fence_id, std::move(src), point, mergeable);
   return 0;
+}
+
+void ComputeContext::poll() {
+  delivery_->drain_poll_fd();
+  const int64_t now = monotonic_ns();
+  fired_.clear();
+  queues_.for_each([&](uint32_t, Queue &q) {
+    if (q.watch) report_delegated(*q.watch, q.watch_id, now);
+  });
+  for (auto &d : draining_)
+    report_delegated(*d.watch, d.id, now);
+  delivery_->poll();
+  // Registered again only after the callbacks: the registration is an ioctl, and a point reached
+  // meanwhile signals the fd as soon as it is registered.
+  for (const Fired &f : fired_)
+    engine_->delegated_fired(f.id, f.point, f.handled);
+}
+
+void ComputeContext::report_delegated(QueueWatch &w, uint64_t id, int64_t now) {
+  const uint64_t armed = engine_->delegated_point(id);
+  // Not submitted yet (an idle ring's next point): it cannot have fired, and no query is spent.
+  if (!armed || armed > w.queue().last_submitted()) return;
+  const uint64_t reached = w.queue().timeline()->query();
+  if (reached < armed) return;
+  fired_.push_back({id, reached, w.reached_here(reached, now)});
 }
 
 void ComputeContext::unwatch_queue(Queue &q) {

@@ -87,7 +87,9 @@ class ComputeContext {
   // mergeable: VIRGL_RENDERER_FENCE_FLAG_MERGEABLE was given.
   int create_fence(uint32_t ring_idx, uint64_t fence_id, bool mergeable = false);
   int poll_fd() const { return delivery_->poll_fd(); }
-  void poll() { delivery_->poll(); }
+  // Poll mode, VMM thread: reports what woke it (docs/threads.md "Poll mode without a hop"), then
+  // delivers.
+  void poll();
 
   const rvgl_capset &capset() const { return facts_.capset; }
   uint32_t ctx_id() const { return ctx_id_; }
@@ -145,6 +147,9 @@ class ComputeContext {
   // Drops draining watches no fence waits for any more (VMM thread).
   void collect_drained();
   void unwatch_queue(Queue &q);
+  // Poll mode: if the kernel signalled the poll fd for the point the engine registered for this
+  // watch, takes that point (the watch's own path when health would defer) into fired_.
+  void report_delegated(QueueWatch &w, uint64_t id, int64_t now_ns);
 
   uint32_t ctx_id_;
   const Config &config_;
@@ -165,6 +170,13 @@ class ComputeContext {
   std::shared_ptr<CompletionEngine> engine_;
   uint64_t health_timer_ = 0;
   std::vector<DrainingWatch> draining_;
+  // poll(): the delegated points it found reached, handed to the engine after delivering.
+  struct Fired {
+    uint64_t id;
+    uint64_t point;
+    bool handled;
+  };
+  std::vector<Fired> fired_;
   std::array<std::unique_ptr<SpmSession>, 1> spm_;  // per XCP of the context's node
   std::unique_ptr<CaptureWriter> capture_;          // RVGL_CAPTURE_DIR
 };

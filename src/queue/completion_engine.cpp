@@ -175,6 +175,11 @@ size_t CompletionEngine::watch_count() const {
   return entries_.size() + timers_.size();
 }
 
+CompletionEngine::Registrations CompletionEngine::registrations() const {
+  std::lock_guard lk(mu_);
+  return registrations_;
+}
+
 uint64_t CompletionEngine::wakeups() const {
   std::lock_guard lk(mu_);
   return wakeups_;
@@ -256,30 +261,78 @@ void CompletionEngine::run_wait() {
   }
 }
 
+bool CompletionEngine::arm_locked(Entry &e) {
+  const uint64_t p = e.watch->arm_point();
+  if (!p) return false;  // nothing to wait for yet
+  // One registration outstanding per watch: the kernel cannot take one back, and a second would
+  // make a firing ambiguous. An earlier point wanted later is seen when this one fires.
+  // A poll-mode VMM's fd in place of ours: the kernel wakes its thread alone, and that thread
+  // reports the point (delegated_fired), so a completion costs one registration and one wakeup.
+  if (const int direct = e.watch->direct_wake_fd(); direct >= 0) {
+    if (dev_->syncobj_eventfd(e.handle, p, direct) == 0) {
+      ++registrations_.direct;
+      e.direct_armed = p;
+      e.delegated = true;
+      return true;
+    }
+    // Refused: our own eventfd instead, and this thread delivers (through the poll fd).
+  }
+  if (dev_->syncobj_eventfd(e.handle, p, e.efd.get()) != 0) return false;
+  ++registrations_.own;
+  e.armed = p;
+  return true;
+}
+
 void CompletionEngine::arm_idle_locked() {
   size_t keep = 0;
   for (const uint64_t id : to_arm_) {
     auto it = entries_.find(id);
-    if (it == entries_.end()) continue;  // removed
-    Entry &e = it->second;
-    const uint64_t p = e.watch->arm_point();
-    if (!p) {
-      to_arm_[keep++] = id;  // nothing to wait for yet: asked again next time
-      continue;
-    }
-    // One registration outstanding per watch: the kernel cannot take one back, and a second
-    // would make a firing ambiguous. An earlier point wanted later is seen when this one fires.
-    // The VMM's own fd first: the kernel signals registrations in order, and that wake is the
-    // one a guest waits for. Best effort (the VMM still hears through this thread), and once per
-    // point even when this thread's own registration has to be retried.
-    if (const int direct = e.watch->direct_wake_fd(); direct >= 0 && e.direct_armed != p)
-      if (dev_->syncobj_eventfd(e.handle, p, direct) == 0) e.direct_armed = p;
-    if (dev_->syncobj_eventfd(e.handle, p, e.efd.get()) == 0)
-      e.armed = p;
-    else
-      to_arm_[keep++] = id;  // refused: asked again next time
+    if (it == entries_.end()) continue;                 // removed
+    if (!arm_locked(it->second)) to_arm_[keep++] = id;  // asked again next time
   }
   to_arm_.resize(keep);
+}
+
+uint64_t CompletionEngine::delegated_point(uint64_t id) const {
+  std::lock_guard lk(mu_);
+  auto it = entries_.find(id);
+  return it != entries_.end() && it->second.delegated ? it->second.direct_armed : 0;
+}
+
+void CompletionEngine::delegated_fired(uint64_t id, uint64_t point, bool handled) {
+  {
+    std::lock_guard lk(mu_);
+    auto it = entries_.find(id);
+    if (it == entries_.end() || !it->second.delegated) return;
+    Entry &e = it->second;
+    e.delegated = false;
+    if (handled) {
+      // The watch's point is known now: it asks for a later one.
+      if (arm_locked(e)) return;
+      to_arm_.push_back(id);
+    } else {
+      e.reported = point;
+      reported_.push_back(id);
+    }
+  }
+  rearm();  // the engine thread takes it from here
+}
+
+void CompletionEngine::call_reported() {
+  std::vector<std::pair<Watch *, uint64_t>> calls;
+  {
+    std::lock_guard lk(mu_);
+    for (const uint64_t id : reported_) {
+      auto it = entries_.find(id);
+      if (it == entries_.end() || !it->second.reported) continue;  // removed meanwhile
+      calls.emplace_back(it->second.watch, it->second.reported);
+      it->second.reported = 0;
+      to_arm_.push_back(id);
+    }
+    reported_.clear();
+  }
+  for (auto &[w, point] : calls)
+    w->reached(point);
 }
 
 void CompletionEngine::run_eventfd() {
@@ -320,6 +373,7 @@ void CompletionEngine::run_eventfd() {
       }
       hit->reached(point);
     }
+    call_reported();
     {
       std::lock_guard lk(mu_);
       ++wakeups_;

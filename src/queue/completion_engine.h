@@ -42,9 +42,10 @@ class CompletionEngine {
     // CLOCK_MONOTONIC ns at which tick() is wanted, 0 for none.
     virtual int64_t deadline_ns() { return 0; }
     virtual void tick(int64_t /*now_ns*/) {}
-    // eventfd mode: an eventfd of someone else's (a poll-mode VMM's) that the kernel signals too
-    // when the armed point is reached, so that thread wakes without a hop through this one;
-    // -1 for none. Called with the table lock held.
+    // eventfd mode: an eventfd of someone else's (a poll-mode VMM's) that the kernel signals
+    // instead of this thread's when the armed point is reached, so that thread wakes with no hop
+    // through this one and reports the point (delegated_fired); -1 for none. Called with the
+    // table lock held.
     virtual int direct_wake_fd() { return -1; }
 
    protected:
@@ -68,8 +69,23 @@ class CompletionEngine {
   // arm point or deadline moved earlier than what the thread waits for.
   void rearm();
 
+  // eventfd mode, a watch whose direct_wake_fd() the kernel signals in place of this thread's:
+  // the point registered for it, 0 when none is (the engine's own eventfd is used then).
+  uint64_t delegated_point(uint64_t id) const;
+  // The direct fd's owner found `point` (at or past delegated_point(id)) reached. `handled`: it
+  // told the health owner and made the point known itself; the watch is registered again here
+  // (one ioctl on the caller's thread). Otherwise the engine thread calls reached(point) first.
+  void delegated_fired(uint64_t id, uint64_t point, bool handled);
+
   size_t watch_count() const;
   uint64_t wakeups() const;  // for tests and benchmarks: waits that returned
+  // For tests: SYNCOBJ_EVENTFD registrations made so far, of the engine's own eventfds and of
+  // watches' direct fds.
+  struct Registrations {
+    uint64_t own = 0;
+    uint64_t direct = 0;
+  };
+  Registrations registrations() const;
   bool uses_eventfd() const { return use_eventfd_; }
 
   // Threads the engine runs now in this process (0 or 1).
@@ -82,6 +98,9 @@ class CompletionEngine {
     UniqueFd efd;               // eventfd mode: signalled by the kernel when `armed` is
     uint64_t armed = 0;         // eventfd mode: the point registered and not yet seen (0: none)
     uint64_t direct_armed = 0;  // the point the watch's direct_wake_fd() was registered for
+    // direct_armed is registered and the engine's own eventfd is not: the fd's owner reports.
+    bool delegated = false;
+    uint64_t reported = 0;  // a delegated point reported for the engine thread to handle
   };
   explicit CompletionEngine(std::shared_ptr<AmdgpuDevice> dev) : dev_(std::move(dev)) {}
   int start();
@@ -91,6 +110,11 @@ class CompletionEngine {
   void run_eventfd();
   // eventfd mode: registers each watch on to_arm_ (mu_ held).
   void arm_idle_locked();
+  // Registers one watch for its arm point (mu_ held); false when it has none now or the kernel
+  // refused (it is asked again next time).
+  bool arm_locked(Entry &e);
+  // eventfd mode: reached() for the delegated points reported to this thread (calls_mu_ held).
+  void call_reported();
   int64_t next_deadline_locked(int64_t now);
   void call_due(int64_t now);
   int insert(uint32_t handle, Watch *w, uint64_t *id);
@@ -101,16 +125,20 @@ class CompletionEngine {
   UniqueFd epoll_;                      // eventfd mode
   UniqueFd wake_efd_;                   // eventfd mode: a rearm writes it
 
-  mutable std::mutex mu_;              // entries_, timers_, to_arm_, wake_point_, stop_, wakeups_
+  // entries_, timers_, to_arm_, reported_, wake_point_, stop_, wakeups_, registrations_
+  mutable std::mutex mu_;
   std::map<uint64_t, Entry> entries_;  // timeline watches
   // Timer watches apart, so a wakeup looks at deadlines of timers only, not at every watch.
   std::map<uint64_t, Watch *> timers_;
   // eventfd mode: watches with no registration outstanding (new, or their point fired), so a
   // wakeup re-arms what fired rather than walking every watch.
   std::vector<uint64_t> to_arm_;
+  // eventfd mode: watches whose delegated point was reported for this thread to handle.
+  std::vector<uint64_t> reported_;
   uint64_t next_id_ = 1;
   uint64_t wake_point_ = 0;
   uint64_t wakeups_ = 0;
+  Registrations registrations_;
   bool stop_ = false;
 
   // Held by the engine thread while it calls reached()/tick(); remove() takes it to wait out a

@@ -56,20 +56,15 @@ void FenceDelivery::add(uint32_t ring_idx, uint64_t fence_id,
 }
 
 template <class Out>
-void FenceDelivery::collect_locked(Out *done, bool refresh) {
+void FenceDelivery::collect_locked(Out *done) {
   uint64_t busy = busy_rings_;
   while (busy) {
     const uint32_t ring = static_cast<uint32_t>(__builtin_ctzll(busy));
     busy &= busy - 1;
     auto &q = rings_[ring];
-    bool may_ask = refresh;  // a ring's fences share one source: ask it at most once
     while (!q.empty()) {
       const Pending &p = q.front();
-      if (p.source && p.source->reached() < p.point) {
-        if (!may_ask) break;
-        may_ask = false;
-        if (p.source->refresh() < p.point) break;
-      }
+      if (p.source && p.source->reached() < p.point) break;
       done->push_back({ring, p.fence_id});
       q.pop_front();
     }
@@ -122,23 +117,22 @@ void FenceDelivery::progress() {
   t_delivering = nullptr;
 }
 
-void FenceDelivery::poll() {
-  // Drain the eventfd before taking the batch: a fence that becomes ready in between leaves the fd
-  // readable for the next poll instead of losing its wakeup.
+void FenceDelivery::drain_poll_fd() {
   uint64_t v;
   [[maybe_unused]] ssize_t n = read(event_fd_.get(), &v, sizeof(v));
-  // Asked before mu_: the gate takes the health owner's lock, which never nests inside ours.
-  const bool direct = direct_gate_ && direct_gate_();
+}
+
+void FenceDelivery::poll() {
   std::lock_guard serial(deliver_mu_);
   std::deque<Done> batch;
   {
     std::lock_guard lk(mu_);
     if (stopped_) return;
     batch.swap(ready_);
-    // The kernel may have woken this thread itself (direct_wake_fd()) before the engine saw the
-    // point: what it queued comes first, then what the timelines say now (a ring's fences stay
-    // in order either way: ready_ holds only fences that were ahead of those still pending).
-    if (direct) collect_locked(&batch, true);
+    // What the engine queued comes first, then what the VMM's thread made known itself (a ring's
+    // fences stay in order either way: ready_ holds only fences that were ahead of those still
+    // pending).
+    collect_locked(&batch);
     delivered_ += batch.size();
   }
   t_delivering = this;

@@ -7,13 +7,11 @@
 // readable, and poll() delivers them on the VMM's thread, as vtest requires. Callbacks are
 // serialised, so fences of one ring reach the VMM in order.
 //
-// In poll mode the completion engine also registers the poll fd itself with the kernel for the
-// point it waits for (direct_wake_fd()), so the kernel wakes the VMM's thread when the GPU gets
-// there, with no hop through the engine's thread; poll() then asks the timelines of the rings it
-// finds waiting (refresh()) rather than only taking what the engine already queued — but only
-// while the gate (the context's health owner) says its next look at completed work would be
-// deferred anyway, so that a guest sees no less of a failed job's classification than it would
-// through the engine (queue_health.h: health first, when a check is due).
+// In poll mode the completion engine registers the poll fd itself with the kernel for the point
+// it waits for (direct_wake_fd()), in place of its own eventfd, so the kernel wakes the VMM's
+// thread when the GPU gets there, with no hop through the engine's thread. The VMM's thread then
+// reports that point (ComputeContext::poll, docs/threads.md "Poll mode without a hop") before
+// poll() takes what is known reached.
 //
 // Threads: add/poll on the VMM's thread; progress() on any thread; mu_ owns the rings and the
 // ready list, deliver_mu_ is held while callbacks run (docs/threads.md).
@@ -59,9 +57,10 @@ class FenceDelivery {
   // The fd the kernel may signal directly when a watched point is reached: the poll fd in poll
   // mode, -1 with async callbacks (the engine's thread delivers those itself).
   int direct_wake_fd() const { return async_ ? -1 : event_fd_.get(); }
-  // VMM thread, before the first poll(): whether poll() may take progress the engine has not
-  // seen yet (see above). Without a gate it never does.
-  void set_direct_gate(std::function<bool()> gate) { direct_gate_ = std::move(gate); }
+  // Poll mode, VMM thread: consumes the poll fd's wakeups. Before the points that woke it are
+  // looked at, so a later one leaves the fd readable for the next poll instead of being lost.
+  void drain_poll_fd();
+  // Delivers what the engine queued, then what the timelines are known to have reached.
   void poll();
 
   // After stop() returns no callback runs or will run, whatever thread asks.
@@ -83,15 +82,13 @@ class FenceDelivery {
   };
 
   FenceDelivery(bool async, Callback cb) : async_(async), cb_(std::move(cb)) {}
-  // Takes every fence that is now reached off the rings (mu_ held); with `refresh`, a front fence
-  // not known reached asks its source once.
+  // Takes every fence that is now known reached off the rings (mu_ held).
   template <class Out>
-  void collect_locked(Out *done, bool refresh = false);
+  void collect_locked(Out *done);
   void signal_poll_fd();
 
   const bool async_;
   Callback cb_;
-  std::function<bool()> direct_gate_;  // VMM thread only
   UniqueFd event_fd_;
 
   mutable std::mutex mu_;

@@ -10,9 +10,6 @@ class FenceSource {
  public:
   // The highest point known to be reached; any thread, never blocks, never issues an ioctl.
   virtual uint64_t reached() const = 0;
-  // The highest point reached, asking whoever knows (a GPU timeline: one query ioctl). For a
-  // poll-mode VMM woken by the kernel itself, before the completion engine has seen the point.
-  virtual uint64_t refresh() const { return reached(); }
 
  protected:
   ~FenceSource() = default;

@@ -1,6 +1,7 @@
 #include "queue/health_pacer.h"
 
 #include <algorithm>
+#include <mutex>
 
 namespace rvgl {
 
@@ -13,6 +14,9 @@ void HealthPacer::note_busy(int64_t now, int64_t *window) {
   const int64_t w = now / kWindowNs;
   if (*window == w) return;
   *window = w;
+  // Two threads may note at once (the engine, and a poll-mode VMM's thread): the roll-over to a
+  // new window must not lose the count. Taken at most once per queue per window.
+  std::lock_guard lk(mu_);
   const int64_t cur = window_.load(std::memory_order_relaxed);
   if (w != cur) {
     previous_.store(w == cur + 1 ? count_.load(std::memory_order_relaxed) : 0,

@@ -12,6 +12,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <mutex>
 
 namespace rvgl {
 
@@ -29,8 +30,9 @@ class HealthPacer {
   int64_t interval_ns(int64_t now) const;
 
  private:
-  // Written on the completion engine's thread only; atomics so that a reader elsewhere (tests,
-  // a second engine after the first is gone) is never a data race.
+  // Written under mu_ (by the engine's thread, and a poll-mode VMM's thread that saw a
+  // completion first); atomics so that interval_ns() reads them without it.
+  std::mutex mu_;
   std::atomic<int64_t> window_{-1};
   std::atomic<uint64_t> count_{0};     // busy queues counted in window_
   std::atomic<uint64_t> previous_{0};  // in the window before it

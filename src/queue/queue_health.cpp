@@ -76,13 +76,32 @@ void QueueHealth::completed(uint32_t handle, uint64_t point, int64_t now) {
   maybe_check(now);
 }
 
-bool QueueHealth::defers_now(int64_t now) const {
-  // A check under way (it holds check_mu_ throughout) may be classifying the very completion the
-  // caller saw: not deferred.
+bool QueueHealth::completed_later(uint32_t handle, uint64_t point, int64_t now) {
+  // A check under way (it holds check_mu_ throughout) may be classifying this very completion:
+  // not deferred. Held to the end, so none starts before the mark below is made.
   std::unique_lock no_check(check_mu_, std::try_to_lock);
   if (!no_check.owns_lock()) return false;
-  std::lock_guard lk(mu_);
-  return last_check_ns_ && now - last_check_ns_ < HealthPacer::process().interval_ns(now);
+  bool new_deadline = false;
+  {
+    std::lock_guard lk(mu_);
+    const int64_t interval = HealthPacer::process().interval_ns(now);
+    if (!last_check_ns_ || now - last_check_ns_ >= interval) return false;
+    auto it = queues_.find(handle);
+    if (it == queues_.end()) return true;  // destroyed: never looked at again
+    it->second.dirty = true;
+    if (point > it->second.reached) it->second.reached = point;
+    HealthPacer::process().note_busy(now, &it->second.busy_window);
+    const int64_t due = last_check_ns_ + interval;
+    if (!due_ns_ || due < due_ns_) {
+      new_deadline = true;
+      due_ns_ = due;
+      publish_deadline_locked();
+    }
+  }
+  // The engine sleeps without this deadline: it must take it into its wait (about once per
+  // interval, not once per completion: later completions find it set).
+  if (new_deadline) rearm_();
+  return true;
 }
 
 void QueueHealth::publish_deadline_locked() {

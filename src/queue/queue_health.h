@@ -54,10 +54,12 @@ class QueueHealth final : public CompletionEngine::Watch {
   // Engine thread: queue `handle` (its watch) reached `point`, which its timeline may not know
   // yet (the check looks at the job of the newer of the two).
   void completed(uint32_t handle, uint64_t point, int64_t now_ns);
-  // Any thread: whether a completion seen now would have its check deferred (the interval since
-  // the last check has not passed, and no check is under way), i.e. fences may reach the guest
-  // before the check either way.
-  bool defers_now(int64_t now_ns) const;
+  // VMM thread (poll mode: the kernel woke it, not the engine): queue `handle` reached `point`.
+  // When a check of it now would be deferred anyway (the interval since the last check has not
+  // passed, and no check is under way), the completion is marked for the deferred check, as
+  // completed() would, and true says the caller may make the point known; otherwise nothing is
+  // marked and false says the engine must look first (it classifies before the point is known).
+  bool completed_later(uint32_t handle, uint64_t point, int64_t now_ns);
 
   // CompletionEngine::Watch (a timer-only watch).
   uint64_t arm_point() override { return 0; }

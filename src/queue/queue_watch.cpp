@@ -26,4 +26,10 @@ void QueueWatch::reached(uint64_t point) {
   delivery_.progress();
 }
 
+bool QueueWatch::reached_here(uint64_t point, int64_t now) {
+  if (!retired() && !health_.completed_later(handle_, point, now)) return false;
+  queue_->timeline()->note_reached(point);
+  return true;  // the caller's poll delivers what waited for it
+}
+
 }  // namespace rvgl

@@ -29,6 +29,10 @@ class QueueWatch final : public CompletionEngine::Watch {
 
   uint64_t arm_point() override;
   void reached(uint64_t point) override;
+  // Poll mode, on the VMM's thread the kernel woke in place of the engine: the queue reached
+  // `point`. True when the health owner would defer its look (the completion is marked for it)
+  // and the point is now known; false when the engine must classify first.
+  bool reached_here(uint64_t point, int64_t now_ns);
   int direct_wake_fd() override { return delivery_.direct_wake_fd(); }
 
   // The queue was destroyed: its health is never looked at again; the watch stays only while

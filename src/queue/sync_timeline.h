@@ -33,7 +33,6 @@ class SyncTimeline final : public FenceSource {
   uint64_t known_reached() const { return known_.load(std::memory_order_acquire); }
   void note_reached(uint64_t point) const;
   uint64_t reached() const override { return known_reached(); }
-  uint64_t refresh() const override { return value(); }
   // Host-side signal; retried, since a lost signal would leave a waiter asleep. A point the host
   // signalled is known reached at once.
   int signal(uint64_t point);

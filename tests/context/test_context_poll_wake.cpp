@@ -1,0 +1,89 @@
+// What a completion costs the completion engine (docs/threads.md, "Poll mode without a hop"):
+// with SYNCOBJ_EVENTFD, one registration per completed point, of the poll-mode VMM's own fd
+// (the kernel wakes its thread and nobody else's) or, with async callbacks, of the engine's
+// eventfd. Counted exactly over a run of jobs one at a time.
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <thread>
+
+#include "../tools/common/amd_packets.h"
+#include "support/context_harness.h"
+
+using namespace rvgl;
+using namespace rvgl::test;
+namespace pk = rvgl::packets;
+
+namespace {
+
+constexpr uint32_t kRing = 5;
+constexpr uint32_t kJobs = 40;
+
+// Waits (bounded) until `done` holds; registrations are made on whichever thread saw the point,
+// so the last one may land just after the fence was delivered.
+template <class F>
+void settle(F done) {
+  const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+  while (!done() && std::chrono::steady_clock::now() < end)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+}
+
+// kJobs jobs on one queue, each waited for before the next; the registrations made meanwhile.
+CompletionEngine::Registrations run_one_at_a_time(ContextHarness &h) {
+  h.create_shmem();
+  const uint64_t va0 = h.capset().va_start;
+  auto buf = h.mapped_bo(64 * 1024);
+  auto ib = h.mapped_bo(64 * 1024);
+  REQUIRE(h.va_map(buf.bo, 0, 0, va0, 64 * 1024) == 0);
+  REQUIRE(h.va_map(ib.bo, 0, 0, va0 + 1024 * 1024, 64 * 1024) == 0);
+  const CompletionEngine &engine = h.ctx().completion_engine();
+  const auto start = engine.registrations();
+  int32_t r;
+  const uint32_t q = h.queue_create(RVGL_IP_COMPUTE, kRing, &r);
+  REQUIRE(r == 0);
+  if (!engine.uses_eventfd()) return {};
+  // The new watch's first registration (its next point, before anything is submitted).
+  settle([&] {
+    const auto now = engine.registrations();
+    return now.own + now.direct > start.own + start.direct;
+  });
+  const auto before = engine.registrations();
+  REQUIRE(before.own + before.direct == start.own + start.direct + 1);
+  for (uint32_t i = 0; i < kJobs; ++i) {
+    std::vector<uint32_t> dw;
+    pk::pm4_write_data(dw, va0, {i + 1});
+    h.submit(q, {ContextHarness::write_ib(ib, va0 + 1024 * 1024, dw)}, {}, &r);
+    REQUIRE(r == 0);
+    REQUIRE(h.fence(kRing, 100 + i) == 0);
+    REQUIRE(h.wait_fence(kRing, 100 + i));
+  }
+  settle([&] {
+    const auto now = engine.registrations();
+    return now.own + now.direct >= before.own + before.direct + kJobs;
+  });
+  const auto after = engine.registrations();
+  return {after.own - before.own, after.direct - before.direct};
+}
+
+}  // namespace
+
+TEST_CASE("poll mode: each completion registers the VMM's fd once, never the engine's",
+          "[context][poll-wake]") {
+  ContextHarness h(test_config(), /*async=*/false);
+  const auto made = run_one_at_a_time(h);
+  if (!h.ctx().completion_engine().uses_eventfd()) {
+    CHECK(made.own == 0);  // the one-wait engine registers nothing
+    CHECK(made.direct == 0);
+    return;
+  }
+  CHECK(made.direct == kJobs);
+  CHECK(made.own == 0);
+}
+
+TEST_CASE("async callbacks: each completion registers the engine's eventfd once",
+          "[context][poll-wake]") {
+  ContextHarness h(test_config(), /*async=*/true);
+  const auto made = run_one_at_a_time(h);
+  CHECK(made.own == (h.ctx().completion_engine().uses_eventfd() ? kJobs : 0));
+  CHECK(made.direct == 0);
+}
