@@ -173,13 +173,16 @@ int ComputeContext::create_fence(uint32_t ring_idx, uint64_t fence_id, bool merg
 
 void ComputeContext::poll() {
   delivery_->drain_poll_fd();
-  const int64_t now = monotonic_ns();
   fired_.clear();
-  queues_.for_each([&](uint32_t, Queue &q) {
-    if (q.watch) report_delegated(*q.watch, q.watch_id, now);
-  });
-  for (auto &d : draining_)
-    report_delegated(*d.watch, d.id, now);
+  // Only a poll-mode context on an engine with eventfds has points delegated to this thread.
+  if (delivery_->direct_wake_fd() >= 0 && engine_->uses_eventfd()) {
+    const int64_t now = monotonic_ns();
+    queues_.for_each([&](uint32_t, Queue &q) {
+      if (q.watch) report_delegated(*q.watch, q.watch_id, now);
+    });
+    for (auto &d : draining_)
+      report_delegated(*d.watch, d.id, now);
+  }
   delivery_->poll();
   // Registered again only after the callbacks: the registration is an ioctl, and a point reached
   // meanwhile signals the fd as soon as it is registered.
