@@ -194,7 +194,13 @@ void ComputeContext::report_delegated(QueueWatch &w, uint64_t id, int64_t now) {
   const uint64_t armed = engine_->delegated_point(id);
   // Not submitted yet (an idle ring's next point): it cannot have fired, and no query is spent.
   if (!armed || armed > w.queue().last_submitted()) return;
-  const uint64_t reached = w.queue().timeline()->query();
+  uint64_t reached;
+  if (w.queue().timeline()->query(&reached)) {
+    // Whether the point was reached is unknown, and its registration may be spent: the engine
+    // watches it again with its own eventfd.
+    engine_->delegated_lost(id);
+    return;
+  }
   if (reached < armed) return;
   fired_.push_back({id, reached, w.reached_here(reached, now)});
 }

@@ -24,7 +24,9 @@ WorkSnapshot ComputeContext::work_snapshot() const {
 bool WorkSnapshot::reached() {
   // query(), not value(): this runs on the VMM's or the router's thread, not the health owner's.
   auto pending = [](const Point &p) {
-    return p.timeline->known_reached() < p.point && p.timeline->query() < p.point;
+    if (p.timeline->known_reached() >= p.point) return false;
+    uint64_t v;
+    return p.timeline->query(&v) != 0 || v < p.point;  // a failed query: not known reached
   };
   points_.erase(
       std::remove_if(points_.begin(), points_.end(), [&](const Point &p) { return !pending(p); }),

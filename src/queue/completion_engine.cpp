@@ -318,6 +318,23 @@ void CompletionEngine::delegated_fired(uint64_t id, uint64_t point, bool handled
   rearm();  // the engine thread takes it from here
 }
 
+void CompletionEngine::delegated_lost(uint64_t id) {
+  {
+    std::lock_guard lk(mu_);
+    auto it = entries_.find(id);
+    if (it == entries_.end() || !it->second.delegated) return;
+    Entry &e = it->second;
+    e.delegated = false;
+    if (dev_->syncobj_eventfd(e.handle, e.direct_armed, e.efd.get()) == 0) {
+      ++registrations_.own;
+      e.armed = e.direct_armed;
+      return;
+    }
+    to_arm_.push_back(id);
+  }
+  rearm();  // refused too: the engine thread asks again
+}
+
 void CompletionEngine::call_reported() {
   std::vector<std::pair<Watch *, uint64_t>> calls;
   {

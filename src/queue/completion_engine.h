@@ -76,6 +76,10 @@ class CompletionEngine {
   // told the health owner and made the point known itself; the watch is registered again here
   // (one ioctl on the caller's thread). Otherwise the engine thread calls reached(point) first.
   void delegated_fired(uint64_t id, uint64_t point, bool handled);
+  // The direct fd's owner could not tell whether the delegated point was reached (its query
+  // failed): the engine's own eventfd is registered for that point instead (the kernel signals a
+  // registration for a point already reached at once), so the engine sees it.
+  void delegated_lost(uint64_t id);
 
   size_t watch_count() const;
   uint64_t wakeups() const;  // for tests and benchmarks: waits that returned

@@ -23,14 +23,14 @@ int SyncTimeline::signal(uint64_t point) {
   return r;
 }
 
-uint64_t SyncTimeline::query() const {
-  uint64_t v = 0;
-  if (dev_->syncobj_query(handle_, &v)) return 0;
-  return v;
+int SyncTimeline::query(uint64_t *value) const {
+  *value = 0;
+  return dev_->syncobj_query(handle_, value);
 }
 
 uint64_t SyncTimeline::value() const {
-  const uint64_t v = query();
+  uint64_t v;
+  if (query(&v)) return 0;
   note_reached(v);
   return v;
 }

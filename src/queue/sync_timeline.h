@@ -27,7 +27,7 @@ class SyncTimeline final : public FenceSource {
   // The same answer without making it known: for a reader outside the health owner (a global
   // fence's work snapshot), whose look must not let a failed job's fence reach the guest before
   // the failure was classified.
-  uint64_t query() const;
+  int query(uint64_t *value) const;  // 0 or -errno
   // A point known to be signalled without asking the kernel: the highest one a wait or a query
   // has seen. Lets the retire thread go from one wait to the next without a query ioctl between.
   uint64_t known_reached() const { return known_.load(std::memory_order_acquire); }

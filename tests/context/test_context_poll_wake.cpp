@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "../tools/common/amd_packets.h"
+#include "rvgl_emu.h"
 #include "support/context_harness.h"
 
 using namespace rvgl;
@@ -86,4 +87,35 @@ TEST_CASE("async callbacks: each completion registers the engine's eventfd once"
   const auto made = run_one_at_a_time(h);
   CHECK(made.own == (h.ctx().completion_engine().uses_eventfd() ? kJobs : 0));
   CHECK(made.direct == 0);
+}
+
+TEST_CASE("poll mode: a failed timeline query leaves the completion to the engine",
+          "[context][poll-wake]") {
+  ContextHarness h(test_config(), /*async=*/false);
+  h.create_shmem();
+  const uint64_t va0 = h.capset().va_start;
+  auto buf = h.mapped_bo(64 * 1024);
+  auto ib = h.mapped_bo(64 * 1024);
+  REQUIRE(h.va_map(buf.bo, 0, 0, va0, 64 * 1024) == 0);
+  REQUIRE(h.va_map(ib.bo, 0, 0, va0 + 1024 * 1024, 64 * 1024) == 0);
+  int32_t r;
+  const uint32_t q = h.queue_create(RVGL_IP_COMPUTE, kRing, &r);
+  REQUIRE(r == 0);
+  const CompletionEngine &engine = h.ctx().completion_engine();
+  for (uint32_t i = 0; i < 8; ++i) {
+    std::vector<uint32_t> dw;
+    pk::pm4_write_data(dw, va0, {i + 1});
+    // The VMM thread's query is the only SYNCOBJ_QUERY of this run (the engine's checks use
+    // WAIT_CS and CTX): it fails, and the fence must still arrive.
+    rvgl_emu_reset_fault_injection();
+    REQUIRE(rvgl_emu_set_knob("RVGL_EMU_FAIL", "SYNCOBJ_QUERY:1:EIO") == 0);
+    const auto own_before = engine.registrations().own;
+    h.submit(q, {ContextHarness::write_ib(ib, va0 + 1024 * 1024, dw)}, {}, &r);
+    REQUIRE(r == 0);
+    REQUIRE(h.fence(kRing, 500 + i) == 0);
+    REQUIRE(h.wait_fence(kRing, 500 + i));
+    CHECK(buf.ptr<uint32_t>()[0] == i + 1);
+    if (engine.uses_eventfd()) CHECK(engine.registrations().own == own_before + 1);
+  }
+  rvgl_emu_reset_fault_injection();
 }
