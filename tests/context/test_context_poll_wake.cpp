@@ -29,19 +29,44 @@ void settle(F done) {
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
 }
 
+// One compute queue on kRing and the buffers its jobs use: each job writes one word. The
+// harness's shared page must exist first (its members are made before the constructor runs).
+struct OneQueue {
+  explicit OneQueue(ContextHarness &harness) : h(harness) {
+    REQUIRE(h.va_map(buf.bo, 0, 0, va0, 64 * 1024) == 0);
+    REQUIRE(h.va_map(ib.bo, 0, 0, va0 + 1024 * 1024, 64 * 1024) == 0);
+  }
+  void create() {
+    int32_t r;
+    q = h.queue_create(RVGL_IP_COMPUTE, kRing, &r);
+    REQUIRE(r == 0);
+  }
+  // Job `i` (it writes i + 1), its fence `id`, and the wait for that fence.
+  void run_job(uint32_t i, uint64_t id) {
+    std::vector<uint32_t> dw;
+    pk::pm4_write_data(dw, va0, {i + 1});
+    int32_t r;
+    h.submit(q, {ContextHarness::write_ib(ib, va0 + 1024 * 1024, dw)}, {}, &r);
+    REQUIRE(r == 0);
+    REQUIRE(h.fence(kRing, id) == 0);
+    REQUIRE(h.wait_fence(kRing, id));
+    CHECK(buf.ptr<uint32_t>()[0] == i + 1);
+  }
+
+  ContextHarness &h;
+  const uint64_t va0 = h.capset().va_start;
+  ContextHarness::HostBuffer buf = h.mapped_bo(64 * 1024);
+  ContextHarness::HostBuffer ib = h.mapped_bo(64 * 1024);
+  uint32_t q = 0;
+};
+
 // kJobs jobs on one queue, each waited for before the next; the registrations made meanwhile.
 CompletionEngine::Registrations run_one_at_a_time(ContextHarness &h) {
   h.create_shmem();
-  const uint64_t va0 = h.capset().va_start;
-  auto buf = h.mapped_bo(64 * 1024);
-  auto ib = h.mapped_bo(64 * 1024);
-  REQUIRE(h.va_map(buf.bo, 0, 0, va0, 64 * 1024) == 0);
-  REQUIRE(h.va_map(ib.bo, 0, 0, va0 + 1024 * 1024, 64 * 1024) == 0);
+  OneQueue one(h);
   const CompletionEngine &engine = h.ctx().completion_engine();
   const auto start = engine.registrations();
-  int32_t r;
-  const uint32_t q = h.queue_create(RVGL_IP_COMPUTE, kRing, &r);
-  REQUIRE(r == 0);
+  one.create();
   if (!engine.uses_eventfd()) return {};
   // The new watch's first registration (its next point, before anything is submitted).
   settle([&] {
@@ -50,14 +75,8 @@ CompletionEngine::Registrations run_one_at_a_time(ContextHarness &h) {
   });
   const auto before = engine.registrations();
   REQUIRE(before.own + before.direct == start.own + start.direct + 1);
-  for (uint32_t i = 0; i < kJobs; ++i) {
-    std::vector<uint32_t> dw;
-    pk::pm4_write_data(dw, va0, {i + 1});
-    h.submit(q, {ContextHarness::write_ib(ib, va0 + 1024 * 1024, dw)}, {}, &r);
-    REQUIRE(r == 0);
-    REQUIRE(h.fence(kRing, 100 + i) == 0);
-    REQUIRE(h.wait_fence(kRing, 100 + i));
-  }
+  for (uint32_t i = 0; i < kJobs; ++i)
+    one.run_job(i, 100 + i);
   settle([&] {
     const auto now = engine.registrations();
     return now.own + now.direct >= before.own + before.direct + kJobs;
@@ -93,28 +112,16 @@ TEST_CASE("poll mode: a failed timeline query leaves the completion to the engin
           "[context][poll-wake]") {
   ContextHarness h(test_config(), /*async=*/false);
   h.create_shmem();
-  const uint64_t va0 = h.capset().va_start;
-  auto buf = h.mapped_bo(64 * 1024);
-  auto ib = h.mapped_bo(64 * 1024);
-  REQUIRE(h.va_map(buf.bo, 0, 0, va0, 64 * 1024) == 0);
-  REQUIRE(h.va_map(ib.bo, 0, 0, va0 + 1024 * 1024, 64 * 1024) == 0);
-  int32_t r;
-  const uint32_t q = h.queue_create(RVGL_IP_COMPUTE, kRing, &r);
-  REQUIRE(r == 0);
+  OneQueue one(h);
+  one.create();
   const CompletionEngine &engine = h.ctx().completion_engine();
   for (uint32_t i = 0; i < 8; ++i) {
-    std::vector<uint32_t> dw;
-    pk::pm4_write_data(dw, va0, {i + 1});
     // The VMM thread's query is the only SYNCOBJ_QUERY of this run (the engine's checks use
     // WAIT_CS and CTX): it fails, and the fence must still arrive.
     rvgl_emu_reset_fault_injection();
     REQUIRE(rvgl_emu_set_knob("RVGL_EMU_FAIL", "SYNCOBJ_QUERY:1:EIO") == 0);
     const auto own_before = engine.registrations().own;
-    h.submit(q, {ContextHarness::write_ib(ib, va0 + 1024 * 1024, dw)}, {}, &r);
-    REQUIRE(r == 0);
-    REQUIRE(h.fence(kRing, 500 + i) == 0);
-    REQUIRE(h.wait_fence(kRing, 500 + i));
-    CHECK(buf.ptr<uint32_t>()[0] == i + 1);
+    one.run_job(i, 500 + i);
     if (engine.uses_eventfd()) CHECK(engine.registrations().own == own_before + 1);
   }
   rvgl_emu_reset_fault_injection();
