@@ -45,7 +45,8 @@ int32_t ComputeContext::cmd_queue_create(const Request &req, Response &rsp) {
       return used;
     };
     std::shared_ptr<MemoryObject> db;
-    if (int err = check_user_queue({cap, memory_->va(), memory_->bos(), in_use}, q, &db)) return err;
+    if (int err = check_user_queue({cap, memory_->va(), memory_->bos(), in_use}, q, &db))
+      return err;
     std::unique_ptr<UserQueue> uq;
     if (int err = UserQueue::create(dev_, q, std::move(db), &uq)) return err;
     entry->user = std::move(uq);

@@ -290,8 +290,8 @@ RVGL_UAPI_ASSERT(offsetof(struct rvgl_drm_amdgpu_profiler_args, data) == 8, "pro
 #endif
 
 /* DRM core, Linux 6.6 (include/uapi/drm/drm.h, drm_syncobj.c drm_syncobj_eventfd_ioctl): signal an
- * eventfd once a syncobj point is signalled (or, with DRM_SYNCOBJ_WAIT_FLAGS_WAIT_AVAILABLE, once it
- * has a fence). libdrm 2.4.114's drm.h predates it. */
+ * eventfd once a syncobj point is signalled (or, with DRM_SYNCOBJ_WAIT_FLAGS_WAIT_AVAILABLE, once
+ * it has a fence). libdrm 2.4.114's drm.h predates it. */
 struct rvgl_drm_syncobj_eventfd {
   uint32_t handle;
   uint32_t flags;
