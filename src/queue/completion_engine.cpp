@@ -272,11 +272,14 @@ bool CompletionEngine::arm_locked(Entry &e) {
     if (dev_->syncobj_eventfd(e.handle, p, direct) == 0) {
       ++registrations_.direct;
       e.direct_armed = p;
-      e.delegated = true;
       return true;
     }
     // Refused: our own eventfd instead, and this thread delivers (through the poll fd).
   }
+  return arm_own_locked(e, p);
+}
+
+bool CompletionEngine::arm_own_locked(Entry &e, uint64_t p) {
   if (dev_->syncobj_eventfd(e.handle, p, e.efd.get()) != 0) return false;
   ++registrations_.own;
   e.armed = p;
@@ -296,23 +299,22 @@ void CompletionEngine::arm_idle_locked() {
 uint64_t CompletionEngine::delegated_point(uint64_t id) const {
   std::lock_guard lk(mu_);
   auto it = entries_.find(id);
-  return it != entries_.end() && it->second.delegated ? it->second.direct_armed : 0;
+  return it != entries_.end() ? it->second.direct_armed : 0;
 }
 
 void CompletionEngine::delegated_fired(uint64_t id, uint64_t point, bool handled) {
   {
     std::lock_guard lk(mu_);
     auto it = entries_.find(id);
-    if (it == entries_.end() || !it->second.delegated) return;
+    if (it == entries_.end() || !it->second.direct_armed) return;
     Entry &e = it->second;
-    e.delegated = false;
+    e.direct_armed = 0;
     if (handled) {
       // The watch's point is known now: it asks for a later one.
       if (arm_locked(e)) return;
       to_arm_.push_back(id);
     } else {
-      e.reported = point;
-      reported_.push_back(id);
+      reported_.emplace_back(id, point);
     }
   }
   rearm();  // the engine thread takes it from here
@@ -322,14 +324,11 @@ void CompletionEngine::delegated_lost(uint64_t id) {
   {
     std::lock_guard lk(mu_);
     auto it = entries_.find(id);
-    if (it == entries_.end() || !it->second.delegated) return;
+    if (it == entries_.end() || !it->second.direct_armed) return;
     Entry &e = it->second;
-    e.delegated = false;
-    if (dev_->syncobj_eventfd(e.handle, e.direct_armed, e.efd.get()) == 0) {
-      ++registrations_.own;
-      e.armed = e.direct_armed;
-      return;
-    }
+    const uint64_t p = e.direct_armed;
+    e.direct_armed = 0;
+    if (arm_own_locked(e, p)) return;
     to_arm_.push_back(id);
   }
   rearm();  // refused too: the engine thread asks again
@@ -339,11 +338,10 @@ void CompletionEngine::call_reported() {
   std::vector<std::pair<Watch *, uint64_t>> calls;
   {
     std::lock_guard lk(mu_);
-    for (const uint64_t id : reported_) {
+    for (const auto &[id, point] : reported_) {
       auto it = entries_.find(id);
-      if (it == entries_.end() || !it->second.reported) continue;  // removed meanwhile
-      calls.emplace_back(it->second.watch, it->second.reported);
-      it->second.reported = 0;
+      if (it == entries_.end()) continue;  // removed meanwhile (ids are never reused)
+      calls.emplace_back(it->second.watch, point);
       to_arm_.push_back(id);
     }
     reported_.clear();

@@ -24,6 +24,7 @@
 #include <memory>
 #include <mutex>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "amdgpu/amdgpu_device.h"
@@ -99,12 +100,11 @@ class CompletionEngine {
   struct Entry {
     uint32_t handle = 0;  // in the engine's file; 0 for a timer
     Watch *watch = nullptr;
-    UniqueFd efd;               // eventfd mode: signalled by the kernel when `armed` is
-    uint64_t armed = 0;         // eventfd mode: the point registered and not yet seen (0: none)
-    uint64_t direct_armed = 0;  // the point the watch's direct_wake_fd() was registered for
-    // direct_armed is registered and the engine's own eventfd is not: the fd's owner reports.
-    bool delegated = false;
-    uint64_t reported = 0;  // a delegated point reported for the engine thread to handle
+    UniqueFd efd;        // eventfd mode: signalled by the kernel when `armed` is
+    uint64_t armed = 0;  // eventfd mode: the point registered and not yet seen (0: none)
+    // The point the watch's direct_wake_fd() is registered for, in place of `armed`: the fd's
+    // owner reports it (0: none outstanding).
+    uint64_t direct_armed = 0;
   };
   explicit CompletionEngine(std::shared_ptr<AmdgpuDevice> dev) : dev_(std::move(dev)) {}
   int start();
@@ -117,6 +117,8 @@ class CompletionEngine {
   // Registers one watch for its arm point (mu_ held); false when it has none now or the kernel
   // refused (it is asked again next time).
   bool arm_locked(Entry &e);
+  // Registers the engine's own eventfd of `e` for point `p` (mu_ held); false when refused.
+  bool arm_own_locked(Entry &e, uint64_t p);
   // eventfd mode: reached() for the delegated points reported to this thread (calls_mu_ held).
   void call_reported();
   int64_t next_deadline_locked(int64_t now);
@@ -137,8 +139,8 @@ class CompletionEngine {
   // eventfd mode: watches with no registration outstanding (new, or their point fired), so a
   // wakeup re-arms what fired rather than walking every watch.
   std::vector<uint64_t> to_arm_;
-  // eventfd mode: watches whose delegated point was reported for this thread to handle.
-  std::vector<uint64_t> reported_;
+  // eventfd mode: delegated points (watch id, point) reported for this thread to handle.
+  std::vector<std::pair<uint64_t, uint64_t>> reported_;
   uint64_t next_id_ = 1;
   uint64_t wake_point_ = 0;
   uint64_t wakeups_ = 0;
