@@ -22,7 +22,8 @@ WorkSnapshot ComputeContext::work_snapshot() const {
 }
 
 bool WorkSnapshot::reached() {
-  // query(), not value(): this runs on the VMM's or the router's thread, not the health owner's.
+  // Asked, never made known: this runs on the VMM's or the router's thread, not the health
+  // owner's.
   auto pending = [](const Point &p) {
     if (p.timeline->known_reached() >= p.point) return false;
     uint64_t v;

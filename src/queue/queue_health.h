@@ -94,8 +94,8 @@ class QueueHealth final : public CompletionEngine::Watch {
   EventRing &events_;
   std::function<void()> rearm_;
 
-  // Held for a whole check (engine thread); remove() takes it to wait a check out, defers_now()
-  // tries it to see one under way. Outside mu_.
+  // Held for a whole check (engine thread); remove() takes it to wait a check out,
+  // completed_later() tries it to see one under way. Outside mu_.
   mutable std::mutex check_mu_;
   mutable std::mutex mu_;  // queues_, last_check_ns_, due_ns_, checks_
   std::map<uint32_t, Tracked> queues_;

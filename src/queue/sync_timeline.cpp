@@ -28,13 +28,6 @@ int SyncTimeline::query(uint64_t *value) const {
   return dev_->syncobj_query(handle_, value);
 }
 
-uint64_t SyncTimeline::value() const {
-  uint64_t v;
-  if (query(&v)) return 0;
-  note_reached(v);
-  return v;
-}
-
 void SyncTimeline::note_reached(uint64_t point) const {
   uint64_t seen = known_.load(std::memory_order_relaxed);
   while (seen < point && !known_.compare_exchange_weak(seen, point, std::memory_order_acq_rel)) {

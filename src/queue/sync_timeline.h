@@ -20,14 +20,10 @@ class SyncTimeline final : public FenceSource {
   SyncTimeline &operator=(const SyncTimeline &) = delete;
 
   uint32_t handle() const { return handle_; }
-  // Highest signalled point (0 on error), asked of the kernel and made known (known_reached).
-  // Only for the callers docs/threads.md names: a point made known lets a context fence retire
-  // inline, so whoever makes it known must be the health owner, or act when it would defer.
-  uint64_t value() const;
-  // The same answer without making it known: for a reader outside the health owner (a global
-  // fence's work snapshot), whose look must not let a failed job's fence reach the guest before
-  // the failure was classified.
-  int query(uint64_t *value) const;  // 0 or -errno
+  // Highest signalled point, asked of the kernel; 0 or -errno. It makes nothing known: a point
+  // made known (note_reached) lets a context fence retire inline, so only the callers
+  // docs/threads.md names make it known, after the health owner saw it or when it would defer.
+  int query(uint64_t *value) const;
   // A point known to be signalled without asking the kernel: the highest one a wait or a query
   // has seen. Lets the retire thread go from one wait to the next without a query ioctl between.
   uint64_t known_reached() const { return known_.load(std::memory_order_acquire); }
