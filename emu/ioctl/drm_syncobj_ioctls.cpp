@@ -18,6 +18,7 @@
 #include "sync/fence.h"
 #include "sync/syncobj.h"
 #include "util/same_open_file.h"
+#include "util/self_pid.h"
 #include "util/user_memory.h"
 
 namespace rvgl::emu {
@@ -340,7 +341,8 @@ int check_eventfd(int fd) {
 // and an f_op check, no syscall), and the entry drops it when it fires. Re-verifying the file by
 // a /proc path walk and dup'ing it for every registration would cost this process several times
 // that on every re-arm, so a file keeps the eventfds it has seen, by the caller's fd number; a
-// number that now names another file (kcmp differs) is verified afresh.
+// number that now names another file (kcmp differs) is verified afresh. A re-arm makes one system
+// call (the kcmp, with the pid kept), as the kernel's ioctl is one.
 std::shared_ptr<UniqueFd> eventfd_handle(DeviceFile &f, int fd, int *err) {
   constexpr size_t kMaxKnown = 4096;  // a bound; entries are by fd number, so reuse replaces them
   if (fd < 0) {
@@ -353,7 +355,7 @@ std::shared_ptr<UniqueFd> eventfd_handle(DeviceFile &f, int fd, int *err) {
     auto it = f.known_eventfds.find(fd);
     if (it != f.known_eventfds.end()) known = it->second;
   }
-  if (known && rvgl::same_open_file(fd, known->get()) == 1) return known;
+  if (known && rvgl::same_open_file(self_pid(), fd, known->get()) == 1) return known;
   if ((*err = check_eventfd(fd))) return nullptr;
   auto own = std::make_shared<UniqueFd>(real::fcntl(fd, F_DUPFD_CLOEXEC, nullptr));
   if (!*own) {

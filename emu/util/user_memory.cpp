@@ -11,30 +11,14 @@
 #include <mutex>
 #include <vector>
 
+#include "util/self_pid.h"
+
 namespace rvgl::emu {
 
 namespace {
 
 // Some sandboxes forbid process_vm_*; then the emulator trusts pointers it cannot check.
 std::atomic<bool> g_pvm_unavailable{false};
-
-// Our pid for process_vm_readv/writev, read once (getpid is a system call in glibc >= 2.25) and
-// again in a fork child (pthread_atfork: glibc's fork and posix_spawn run it).
-std::atomic<pid_t> g_pid{0};
-
-void forget_pid() {
-  g_pid.store(0, std::memory_order_relaxed);
-}
-
-pid_t self_pid() {
-  pid_t p = g_pid.load(std::memory_order_relaxed);
-  if (p) return p;
-  static std::once_flag atfork;
-  std::call_once(atfork, [] { pthread_atfork(nullptr, nullptr, &forget_pid); });
-  p = getpid();
-  g_pid.store(p, std::memory_order_relaxed);
-  return p;
-}
 
 // This thread's stack, [lo, hi), read once per thread. Everything between the current stack
 // pointer and hi is mapped and writable for as long as this call runs, so an argument there (libdrm

@@ -11,12 +11,16 @@
 
 namespace rvgl {
 
-// 1: the same open file, 0: not, -errno: cannot tell (kcmp not built, or refused).
-inline int same_open_file(int a, int b) {
-  const pid_t self = getpid();
+// 1: the same open file, 0: not, -errno: cannot tell (kcmp not built, or refused). `self` is
+// this process's pid, for a caller that keeps it (one system call, not two).
+inline int same_open_file(pid_t self, int a, int b) {
   const long r = syscall(SYS_kcmp, self, self, KCMP_FILE, a, b);
   if (r < 0) return -errno;
   return r == 0 ? 1 : 0;
+}
+
+inline int same_open_file(int a, int b) {
+  return same_open_file(getpid(), a, b);
 }
 
 }  // namespace rvgl

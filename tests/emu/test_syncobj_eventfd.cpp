@@ -5,6 +5,7 @@
 // answers as a kernel without the ioctl (drm_ioctl: an unknown core number is EINVAL).
 #include <poll.h>
 #include <sys/eventfd.h>
+#include <sys/wait.h>
 #include <xf86drm.h>
 
 #include <catch2/catch.hpp>
@@ -234,6 +235,35 @@ TEST_CASE("SYNCOBJ_EVENTFD checks a known fd number again when it names another 
   close(num);
   close(pipe_fds[0]);
   close(pipe_fds[1]);
+  drmSyncobjDestroy(fd, so);
+}
+
+// The check of a known number uses the pid the emulator keeps: a fork child must compare its own
+// fd table, not its parent's (where the number still names the first eventfd).
+TEST_CASE("SYNCOBJ_EVENTFD in a fork child checks the child's fd table",
+          "[syncobj][eventfd][fork]") {
+  Rig r;
+  const int fd = r.fd.get();
+  uint32_t so = 0;
+  REQUIRE(drmSyncobjCreate(fd, DRM_SYNCOBJ_CREATE_SIGNALED, &so) == 0);
+  REQUIRE(register_eventfd(fd, so, 0, r.efd.get()) == 0);  // the parent's number is known
+  REQUIRE(take(r.efd.get()) == 1);
+
+  const pid_t pid = fork();
+  if (pid == 0) {
+    int bad = 0;
+    const int other = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (other < 0 || dup2(other, r.efd.get()) != r.efd.get()) _exit(1);
+    if (register_eventfd(fd, so, 0, r.efd.get()) != 0) bad |= 2;
+    if (take(other) != 1) bad |= 4;  // the child's file at that number is signalled
+    _exit(bad);
+  }
+  REQUIRE(pid > 0);
+  int status = 0;
+  REQUIRE(waitpid(pid, &status, 0) == pid);
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+  CHECK(take(r.efd.get()) == 0);  // and not the parent's, which the child's copy still shares
   drmSyncobjDestroy(fd, so);
 }
 
