@@ -117,7 +117,9 @@ def show(b, keys):
 for b in rows("rvgl-bench-api") + rows("rvgl-bench-vtest") + rows("rvgl-bench-dispatch"):
     show(b, ["direct_ns_per_job", "virgl_ns_per_job", "vtest_ns_per_job", "efficiency",
              "efficiency_paired_median", "direct_cpu_ns_per_job", "virgl_cpu_ns_per_job",
-             "efficiency_cpu", "direct_ioctls_per_job", "virgl_ioctls_per_job",
+             "efficiency_cpu", "direct_gpu_cpu_ns_per_job", "direct_vmm_cpu_ns_per_job",
+             "virgl_gpu_cpu_ns_per_job", "virgl_engine_cpu_ns_per_job", "virgl_vmm_cpu_ns_per_job",
+             "direct_ioctls_per_job", "virgl_ioctls_per_job",
              "vtest_fences_stuck", "wall_ns_per_call", "cpu_ns_per_call", "direct_wait_median_ns", "direct_wait_p99_ns",
              "virgl_callback_median_ns", "virgl_callback_p99_ns", "vtest_wait_median_ns",
              "vtest_wait_p99_ns", "ratio_median", "ratio_p99", "one_ctx_ns_per_op",
