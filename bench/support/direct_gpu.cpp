@@ -21,7 +21,11 @@ DirectBuffer::DirectBuffer(amdgpu_device_handle dev, uint64_t size, uint32_t hea
   req.alloc_size = size;
   req.phys_alignment = 4096;
   req.preferred_heap = heap;
-  if (cpu_map && heap == AMDGPU_GEM_DOMAIN_VRAM) req.flags = AMDGPU_GEM_CREATE_CPU_ACCESS_REQUIRED;
+  // Always valid in this file's VM, as RADV makes the objects it never shares: the kernel then
+  // keeps them resident with the VM, so a CS needs no BO list and is still correct (a BO that is
+  // neither listed nor always valid may be evicted under a running job).
+  req.flags = AMDGPU_GEM_CREATE_VM_ALWAYS_VALID;
+  if (cpu_map && heap == AMDGPU_GEM_DOMAIN_VRAM) req.flags |= AMDGPU_GEM_CREATE_CPU_ACCESS_REQUIRED;
   check(amdgpu_bo_alloc(dev, &req, &bo_), "amdgpu_bo_alloc");
   check(
       amdgpu_va_range_alloc(dev, amdgpu_gpu_va_range_general, size, 4096, 0, &va_, &va_handle_, 0),

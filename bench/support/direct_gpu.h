@@ -14,7 +14,8 @@
 
 namespace rvgl::bench {
 
-// One BO, CPU-mapped when asked, bound at a GPU VA of its own.
+// One BO, always valid in the device file's VM, CPU-mapped when asked, bound at a GPU VA of its
+// own.
 class DirectBuffer {
  public:
   DirectBuffer(amdgpu_device_handle dev, uint64_t size, uint32_t heap, bool cpu_map);
