@@ -1,7 +1,8 @@
 // How often queue health may be looked at, for the whole process (docs/threads.md).
 //
-// A look at one queue costs two ioctls (its job error, its kernel context's state), and a
-// context's check one more for the VM's fault cache. With a fixed 1 ms per context, 64 busy
+// A look at one queue costs up to two ioctls (its job error, its kernel context's state; the
+// errors of several queues are polled in one), and a context's check one more for the VM's
+// fault cache. With a fixed 1 ms per context, 64 busy
 // contexts of 8 queues made 2.9-3.6 emulated ioctls per job instead of 2.1-2.4 (BM_ScaleOps).
 // The pacer counts the queues that completed work in the last window (each at most once per
 // window, however often it is looked at, so the count does not feed back on the pacing) and

@@ -112,7 +112,7 @@ uint64_t KernelQueue::ctx_flags() const {
   return flags;
 }
 
-int KernelQueue::job_error(uint64_t seq) const {
+bool KernelQueue::job_fence(uint64_t seq, drm_amdgpu_fence *out) const {
   uint64_t handle = 0;
   {
     std::lock_guard lk(recent_mu_);
@@ -122,8 +122,18 @@ int KernelQueue::job_error(uint64_t seq) const {
         break;
       }
   }
-  if (!handle) return 0;
-  const int r = dev_->wait_cs(ctx_id_, hw_ip(), 0, handle, 0);
+  if (!handle) return false;
+  *out = {};
+  out->ctx_id = ctx_id_;
+  out->ip_type = hw_ip();
+  out->seq_no = handle;
+  return true;
+}
+
+int KernelQueue::job_error(uint64_t seq) const {
+  drm_amdgpu_fence f;
+  if (!job_fence(seq, &f)) return 0;
+  const int r = dev_->wait_cs(f.ctx_id, f.ip_type, f.ring, f.seq_no, 0);
   return is_job_error(r) ? r : 0;
 }
 

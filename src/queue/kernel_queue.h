@@ -50,6 +50,9 @@ class KernelQueue {
   // The error of the newest submission at or below `seq` whose kernel fence is known, 0 if it
   // completed without one (or is not known).
   int job_error(uint64_t seq) const;
+  // The kernel fence job_error(seq) asks about, for a batched poll of several queues; false when
+  // none is known (job_error would answer 0 without an ioctl).
+  bool job_fence(uint64_t seq, drm_amdgpu_fence *out) const;
   // The first recent submission whose job failed, 0 if none is known.
   uint64_t first_failed_seq() const;
 

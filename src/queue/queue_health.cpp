@@ -156,16 +156,25 @@ void QueueHealth::post(uint32_t type, uint32_t queue, uint64_t p0, uint64_t p1) 
   events_.post(type, queue, p0, p1);
 }
 
+bool QueueHealth::all_jobs_fine(const std::vector<Seen> &seen) const {
+  // Several queues: one WAIT_FENCES poll for all their newest completed jobs, in place of a
+  // WAIT_CS each. It returns the first failed fence's error (amdgpu_cs_wait_all_fences), which
+  // does not say whose, so any failure, a fence not yet signalled or a refused call sends every
+  // queue back to its own WAIT_CS: the classification is the same as without the batch.
+  std::vector<drm_amdgpu_fence> fences;
+  size_t live = 0;
+  for (const auto &s : seen) {
+    if (s.before.lost) continue;
+    ++live;
+    drm_amdgpu_fence f;
+    if (s.q->job_fence(s.reached, &f)) fences.push_back(f);
+  }
+  if (live < 2) return false;  // one queue: its own WAIT_CS costs the same
+  return fences.empty() || dev_->poll_fences(fences) == 0;
+}
+
 void QueueHealth::check(int64_t now) {
   std::lock_guard running(check_mu_);  // the whole check, published states included
-  struct Seen {
-    uint32_t handle;
-    std::shared_ptr<KernelQueue> q;
-    KernelQueue::Status before;
-    uint64_t reached = 0;  // the newest point known done: the watch's or the timeline's
-    int job_error = 0;
-    uint64_t ctx_flags = 0;
-  };
   std::vector<Seen> seen;
   std::vector<std::pair<uint32_t, std::shared_ptr<UserQueue>>> users;
   {
@@ -188,13 +197,16 @@ void QueueHealth::check(int64_t now) {
   if (seen.empty() && users.empty()) return;
 
   // One observation, in the kernel's order of events: a failed job's fence carries its error
-  // after its context was marked, so the error is read first and the context state after it;
-  // the VM's fault cache (written when the fault happened, before either) last.
+  // after its context was marked, so the errors are read first and the context states after
+  // them; the VM's fault cache (written when the fault happened, before either) last.
   for (Seen &s : seen) {
     s.before = s.q->status();
+    if (!s.before.lost) s.reached = std::max(s.reached, s.q->timeline()->known_reached());
+  }
+  const bool none_failed = all_jobs_fine(seen);
+  for (Seen &s : seen) {
     if (s.before.lost) continue;  // classified once: a lost queue stays as it was published
-    s.reached = std::max(s.reached, s.q->timeline()->known_reached());
-    s.job_error = s.q->job_error(s.reached);
+    if (!none_failed) s.job_error = s.q->job_error(s.reached);
     s.ctx_flags = s.q->ctx_flags();
   }
   rvgl_drm_amdgpu_info_gpuvm_fault fault{};

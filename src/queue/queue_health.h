@@ -2,8 +2,9 @@
 //
 // A queue's transition to lost — guilty, innocent, VRAM lost, VM fault, hang — is classified here
 // and nowhere else, on the completion engine's thread, from one observation taken in a fixed order
-// (each queue's job error first, then its kernel context's state, then the VM's fault cache once
-// for the whole context), and each cause posts exactly one event. QUEUE_STATE only reads what this
+// (the queues' job errors first, polled together and asked one by one only after a failure, then
+// each kernel context's state, then the VM's fault cache once for the whole context), and each
+// cause posts exactly one event. QUEUE_STATE only reads what this
 // class published. Events of a check are posted before its state is published, so a guest that
 // sees a queue lost also finds the records that say why.
 //
@@ -35,8 +36,9 @@ namespace rvgl {
 
 class QueueHealth final : public CompletionEngine::Watch {
  public:
-  // Checks of one context are at least HealthPacer::interval_ns() apart (a check costs 2 ioctls
-  // per queue with new completions, plus one for the fault cache).
+  // Checks of one context are at least HealthPacer::interval_ns() apart. A check of n queues with
+  // new completions costs n + 2 ioctls (one WAIT_FENCES poll of their jobs, a context query
+  // each, the fault cache), or 2n + 1 when a job failed (a WAIT_CS each instead of the poll).
   static constexpr int64_t kUserPollNs = 2'000'000;
 
   // rearm: makes the engine ask for deadline_ns() again (a deadline moved earlier).
@@ -80,6 +82,18 @@ class QueueHealth final : public CompletionEngine::Watch {
     std::shared_ptr<UserQueue> queue;
     bool dirty = false;
   };
+  // What one check saw of one kernel queue.
+  struct Seen {
+    uint32_t handle;
+    std::shared_ptr<KernelQueue> q;
+    KernelQueue::Status before;
+    uint64_t reached = 0;  // the newest point known done: the watch's or the timeline's
+    int job_error = 0;
+    uint64_t ctx_flags = 0;
+  };
+  // Whether no job of `seen` failed, asked in one ioctl; false also when that cannot be said in
+  // one (fewer than two live queues, a failure, a refusal): then each queue is asked alone.
+  bool all_jobs_fine(const std::vector<Seen> &seen) const;
   void check_users(std::vector<std::pair<uint32_t, std::shared_ptr<UserQueue>>> &users,
                    bool fault_unclaimed, const rvgl_drm_amdgpu_info_gpuvm_fault &fault);
   // Runs a check if one is due and allowed now, else sets the deadline (mu_ not held).

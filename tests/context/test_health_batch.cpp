@@ -1,0 +1,124 @@
+// A health check of several kernel queues asks for their job errors in one WAIT_FENCES poll and
+// for each queue's context state (queue_health.h), so a context with n busy queues costs n + 2
+// ioctls per check, not 2n + 1; when a job failed, every queue is asked on its own, so the
+// classification is the one the per-queue path makes.
+#include <catch2/catch.hpp>
+
+#include <sys/mman.h>
+
+#include <chrono>
+#include <thread>
+
+#include "../tools/common/amd_packets.h"
+#include "amdgpu/amdgpu_device.h"
+#include "amdgpu/render_node.h"
+#include "events/event_ring.h"
+#include "queue/kernel_queue.h"
+#include "queue/queue_health.h"
+#include "rvgl_emu.h"
+#include "util/monotonic_clock.h"
+
+using namespace rvgl;
+namespace pk = rvgl::packets;
+
+namespace {
+
+constexpr uint64_t kIbVa = 1ull << 32;
+constexpr uint64_t kUnmappedVa = 3ull << 32;
+
+struct Rig {
+  std::shared_ptr<AmdgpuDevice> dev;
+  uint32_t bo = 0;
+  void *cpu = nullptr;
+  rvgl_ib nop_ib{}, fault_ib{};
+
+  Rig() {
+    int err = 0;
+    dev = AmdgpuDevice::open(choose_render_node(""), &err);
+    REQUIRE(dev);
+    REQUIRE(dev->gem_create(4096, 4096, AMDGPU_GEM_DOMAIN_GTT, 0, &bo) == 0);
+    uint64_t off = 0;
+    REQUIRE(dev->gem_mmap_offset(bo, &off) == 0);
+    cpu = mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, dev->fd(), off);
+    REQUIRE(cpu != MAP_FAILED);
+    REQUIRE(dev->gem_va(AMDGPU_VA_OP_MAP, bo, kIbVa, 0, 4096,
+                        AMDGPU_VM_PAGE_READABLE | AMDGPU_VM_PAGE_WRITEABLE) == 0);
+    std::vector<uint32_t> nop, fault;
+    pk::pm4_nop(nop, 6);
+    pk::pm4_write_data(fault, kUnmappedVa, {1});  // a VM fault: the job stops (vm_fault_stop=2)
+    std::memcpy(cpu, nop.data(), nop.size() * 4);
+    std::memcpy(static_cast<uint8_t *>(cpu) + 1024, fault.data(), fault.size() * 4);
+    nop_ib = {kIbVa, static_cast<uint32_t>(nop.size() * 4), 0};
+    fault_ib = {kIbVa + 1024, static_cast<uint32_t>(fault.size() * 4), 0};
+  }
+  ~Rig() {
+    munmap(cpu, 4096);
+    dev->gem_close(bo);
+  }
+
+  std::shared_ptr<KernelQueue> queue_with_one_job(const rvgl_ib &ib) {
+    std::unique_ptr<KernelQueue> q;
+    REQUIRE(KernelQueue::create(dev, RVGL_IP_COMPUTE, RVGL_PRIORITY_NORMAL, &q) == 0);
+    uint64_t seq = 0;
+    REQUIRE(q->submit({&ib, 1}, {}, 0, &seq) == 0);
+    // Done (signalled, with or without an error) before the check looks.
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    uint64_t reached = 0;
+    while (q->timeline()->query(&reached) == 0 && reached < seq &&
+           std::chrono::steady_clock::now() < until)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    REQUIRE(reached == seq);
+    return q;
+  }
+};
+
+// Queue 1's completion is checked at once, before the others have run their jobs; theirs, marked
+// within the interval, wait for it, and tick() runs them as one check on this thread. Returns
+// that check's ioctls.
+uint64_t deferred_check_ioctls(Rig &r, QueueHealth &h,
+                               std::vector<std::shared_ptr<KernelQueue>> &qs,
+                               const std::vector<bool> &faults) {
+  const int64_t t0 = monotonic_ns();
+  qs.push_back(r.queue_with_one_job(r.nop_ib));
+  h.add(1, qs.back());
+  h.completed(1, 1, t0);
+  REQUIRE(h.checks() == 1);
+  for (uint32_t i = 0; i < faults.size(); ++i) {
+    qs.push_back(r.queue_with_one_job(faults[i] ? r.fault_ib : r.nop_ib));
+    h.add(i + 2, qs.back());
+    h.completed(i + 2, 1, t0);
+  }
+  REQUIRE(h.checks() == 1);
+  const uint64_t before = rvgl_emu_thread_ioctls();
+  h.tick(t0 + 1'000'000'000);
+  const uint64_t n = rvgl_emu_thread_ioctls() - before;
+  REQUIRE(h.checks() == 2);
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("a health check polls the job errors of its queues at once", "[health]") {
+  Rig r;
+  EventRing events([] {});
+  QueueHealth health(r.dev, events, [] {});
+  std::vector<std::shared_ptr<KernelQueue>> qs;
+  // The deferred check sees queues 2-5: one WAIT_FENCES, four context queries, the fault cache.
+  CHECK(deferred_check_ioctls(r, health, qs, {false, false, false, false}) == 1 + 4 + 1);
+  for (const auto &q : qs)
+    CHECK_FALSE(q->status().lost);
+  CHECK(events.points() == 0);
+}
+
+TEST_CASE("a health check asks each queue alone when one job failed", "[health]") {
+  Rig r;
+  EventRing events([] {});
+  QueueHealth health(r.dev, events, [] {});
+  std::vector<std::shared_ptr<KernelQueue>> qs;
+  // The poll says a job failed, not whose: a WAIT_CS and a context query for each of the four,
+  // then the fault cache, which names the queue whose job failed (no hang: no search for it).
+  CHECK(deferred_check_ioctls(r, health, qs, {false, false, true, false}) == 1 + 4 * 2 + 1);
+  for (size_t i = 0; i < qs.size(); ++i)
+    CHECK(qs[i]->status().lost == (i == 3));
+  CHECK(qs[3]->status().flags == (RVGL_QUEUE_FLAG_GUILTY | RVGL_QUEUE_FLAG_VM_FAULT));
+}
