@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -57,6 +58,14 @@ class Fd {
 inline Fd open_render(int index = 0) {
   const std::string path = "/dev/dri/renderD" + std::to_string(128 + index);
   return Fd(open(path.c_str(), O_RDWR | O_CLOEXEC));
+}
+
+// Waits for a fork child: its exit code (the child's _exit says which of its checks failed),
+// -1 when it did not exit normally.
+inline int child_exit_code(pid_t pid) {
+  int status = 0;
+  if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status)) return -1;
+  return WEXITSTATUS(status);
 }
 
 inline uint64_t now_ns() {

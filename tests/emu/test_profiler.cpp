@@ -1,7 +1,6 @@
 // Acceptance: the profiler ioctl of seed 000. GET_VER; ACQUIRE exclusive across files and
 // processes; SET_DEST_BUF returning when a buffer fills or the timeout runs out, with the time
 // left, per-XCC headers, bytes_copied and has_data_loss; a NULL destination stops streaming.
-#include <sys/wait.h>
 
 #include <catch2/catch.hpp>
 
@@ -102,9 +101,7 @@ TEST_CASE("SPM ACQUIRE is exclusive across files and processes", "[profiler][acc
       if (r == 0) spm_op(fd, RVGL_AMDGPU_SPM_OP_RELEASE);
       _exit(r == 0 ? 0 : r == -EBUSY ? 1 : 2);
     }
-    int status = 0;
-    waitpid(pid, &status, 0);
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    return child_exit_code(pid);
   };
   CHECK(child_acquire() == 1);  // EBUSY while this process holds it
   REQUIRE(spm_op(a.get(), RVGL_AMDGPU_SPM_OP_RELEASE) == 0);

@@ -5,7 +5,6 @@
 // answers as a kernel without the ioctl (drm_ioctl: an unknown core number is EINVAL).
 #include <poll.h>
 #include <sys/eventfd.h>
-#include <sys/wait.h>
 #include <xf86drm.h>
 
 #include <catch2/catch.hpp>
@@ -259,10 +258,7 @@ TEST_CASE("SYNCOBJ_EVENTFD in a fork child checks the child's fd table",
     _exit(bad);
   }
   REQUIRE(pid > 0);
-  int status = 0;
-  REQUIRE(waitpid(pid, &status, 0) == pid);
-  CHECK(WIFEXITED(status));
-  CHECK(WEXITSTATUS(status) == 0);
+  CHECK(child_exit_code(pid) == 0);
   CHECK(take(r.efd.get()) == 0);  // and not the parent's, which the child's copy still shares
   drmSyncobjDestroy(fd, so);
 }
