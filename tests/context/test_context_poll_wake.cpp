@@ -117,7 +117,7 @@ TEST_CASE("poll mode: a failed timeline query leaves the completion to the engin
   const CompletionEngine &engine = h.ctx().completion_engine();
   for (uint32_t i = 0; i < 8; ++i) {
     // The VMM thread's query is the only SYNCOBJ_QUERY of this run (the engine's checks use
-    // WAIT_CS and CTX): it fails, and the fence must still arrive.
+    // WAIT_FENCES, WAIT_CS and CTX): it fails, and the fence must still arrive.
     rvgl_emu_reset_fault_injection();
     REQUIRE(rvgl_emu_set_knob("RVGL_EMU_FAIL", "SYNCOBJ_QUERY:1:EIO") == 0);
     const auto own_before = engine.registrations().own;

@@ -4,8 +4,6 @@
 // classification is the one the per-queue path makes.
 #include <catch2/catch.hpp>
 
-#include <sys/mman.h>
-
 #include <chrono>
 #include <thread>
 
@@ -16,6 +14,7 @@
 #include "queue/kernel_queue.h"
 #include "queue/queue_health.h"
 #include "rvgl_emu.h"
+#include "support/device_bo.h"
 #include "util/monotonic_clock.h"
 
 using namespace rvgl;
@@ -26,35 +25,28 @@ namespace {
 constexpr uint64_t kIbVa = 1ull << 32;
 constexpr uint64_t kUnmappedVa = 3ull << 32;
 
+std::shared_ptr<AmdgpuDevice> open_device() {
+  int err = 0;
+  auto dev = AmdgpuDevice::open(choose_render_node(""), &err);
+  REQUIRE(dev);
+  return dev;
+}
+
 struct Rig {
-  std::shared_ptr<AmdgpuDevice> dev;
-  uint32_t bo = 0;
-  void *cpu = nullptr;
+  std::shared_ptr<AmdgpuDevice> dev = open_device();
+  test::DeviceBo ibs{*dev, 4096, AMDGPU_GEM_DOMAIN_GTT, kIbVa};
   rvgl_ib nop_ib{}, fault_ib{};
 
   Rig() {
-    int err = 0;
-    dev = AmdgpuDevice::open(choose_render_node(""), &err);
-    REQUIRE(dev);
-    REQUIRE(dev->gem_create(4096, 4096, AMDGPU_GEM_DOMAIN_GTT, 0, &bo) == 0);
-    uint64_t off = 0;
-    REQUIRE(dev->gem_mmap_offset(bo, &off) == 0);
-    cpu = mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, dev->fd(), off);
-    REQUIRE(cpu != MAP_FAILED);
-    REQUIRE(dev->gem_va(AMDGPU_VA_OP_MAP, bo, kIbVa, 0, 4096,
-                        AMDGPU_VM_PAGE_READABLE | AMDGPU_VM_PAGE_WRITEABLE) == 0);
     std::vector<uint32_t> nop, fault;
     pk::pm4_nop(nop, 6);
     pk::pm4_write_data(fault, kUnmappedVa, {1});  // a VM fault: the job stops (vm_fault_stop=2)
-    std::memcpy(cpu, nop.data(), nop.size() * 4);
-    std::memcpy(static_cast<uint8_t *>(cpu) + 1024, fault.data(), fault.size() * 4);
+    std::memcpy(ibs.cpu, nop.data(), nop.size() * 4);
+    std::memcpy(ibs.ptr<uint8_t>() + 1024, fault.data(), fault.size() * 4);
     nop_ib = {kIbVa, static_cast<uint32_t>(nop.size() * 4), 0};
     fault_ib = {kIbVa + 1024, static_cast<uint32_t>(fault.size() * 4), 0};
   }
-  ~Rig() {
-    munmap(cpu, 4096);
-    dev->gem_close(bo);
-  }
+  ~Rig() { dev->gem_close(ibs.handle); }
 
   std::shared_ptr<KernelQueue> queue_with_one_job(const rvgl_ib &ib) {
     std::unique_ptr<KernelQueue> q;

@@ -2,8 +2,6 @@
 // RVGL_AMDGPU_USERQ_OP_QUERY_STATUS, before and after the queue faults.
 #include <catch2/catch.hpp>
 
-#include <sys/mman.h>
-
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -12,35 +10,12 @@
 #include "../tools/common/amd_packets.h"
 #include "amdgpu/amdgpu_device.h"
 #include "queue/user_queue.h"
+#include "support/device_bo.h"
 
 using namespace rvgl;
 namespace pk = rvgl::packets;
 
-namespace {
-
-struct Bo {
-  AmdgpuDevice &dev;
-  uint32_t handle = 0;
-  uint64_t size;
-  void *cpu = nullptr;
-  Bo(AmdgpuDevice &d, uint64_t bytes, uint64_t domain, uint64_t va) : dev(d), size(bytes) {
-    REQUIRE(dev.gem_create(bytes, 4096, domain, 0, &handle) == 0);
-    uint64_t off = 0;
-    REQUIRE(dev.gem_mmap_offset(handle, &off) == 0);
-    cpu = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, dev.fd(), off);
-    REQUIRE(cpu != MAP_FAILED);
-    if (va)
-      REQUIRE(dev.gem_va(AMDGPU_VA_OP_MAP, handle, va, 0, bytes,
-                         AMDGPU_VM_PAGE_READABLE | AMDGPU_VM_PAGE_WRITEABLE) == 0);
-  }
-  ~Bo() { munmap(cpu, size); }  // the handle belongs to whoever closes it (MemoryObject or us)
-  template <class T>
-  T *ptr() const {
-    return static_cast<T *>(cpu);
-  }
-};
-
-}  // namespace
+using Bo = rvgl::test::DeviceBo;
 
 TEST_CASE("UserQueue::observe reports what QUERY_STATUS says", "[queue][userq]") {
   int err = 0;
