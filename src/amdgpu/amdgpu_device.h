@@ -49,6 +49,10 @@ class AmdgpuDevice {
   void ctx_free(uint32_t ctx_id);
   // AMDGPU_CTX_QUERY2_FLAGS_* of the context.
   int ctx_query_state2(uint32_t ctx_id, uint64_t *flags);
+  // QUERY_STATE (v1): *reset is whether the device's reset counter moved since the context's
+  // last v1 query (or its creation); the kernel remembers the counter per context
+  // (amdgpu_ctx_query(), reset_counter_query).
+  int ctx_query_reset(uint32_t ctx_id, bool *reset);
   // bo_list: a handle from bo_list_create, or 0 for none.
   int cs_submit(uint32_t ctx_id, uint32_t bo_list, std::span<const drm_amdgpu_cs_chunk> chunks,
                 uint64_t *handle);

@@ -31,6 +31,15 @@ int AmdgpuDevice::ctx_query_state2(uint32_t ctx_id, uint64_t *flags) {
   return r;
 }
 
+int AmdgpuDevice::ctx_query_reset(uint32_t ctx_id, bool *reset) {
+  drm_amdgpu_ctx args{};
+  args.in.op = AMDGPU_CTX_OP_QUERY_STATE;
+  args.in.ctx_id = ctx_id;
+  int r = ioctl(DRM_IOCTL_AMDGPU_CTX, &args);
+  if (r == 0) *reset = args.out.state.reset_status != AMDGPU_CTX_NO_RESET;
+  return r;
+}
+
 int AmdgpuDevice::cs_submit(uint32_t ctx_id, uint32_t bo_list,
                             std::span<const drm_amdgpu_cs_chunk> chunks, uint64_t *handle) {
   // The kernel reads an array of pointers to chunks.

@@ -130,6 +130,13 @@ bool KernelQueue::job_fence(uint64_t seq, drm_amdgpu_fence *out) const {
   return true;
 }
 
+bool KernelQueue::knows_job(uint64_t seq) const {
+  std::lock_guard lk(recent_mu_);
+  for (auto it = recent_.rbegin(); it != recent_.rend() && it->first >= seq; ++it)
+    if (it->first == seq) return true;
+  return false;
+}
+
 int KernelQueue::job_error(uint64_t seq) const {
   drm_amdgpu_fence f;
   if (!job_fence(seq, &f)) return 0;

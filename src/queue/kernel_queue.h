@@ -53,6 +53,10 @@ class KernelQueue {
   // The kernel fence job_error(seq) asks about, for a batched poll of several queues; false when
   // none is known (job_error would answer 0 without an ioctl).
   bool job_fence(uint64_t seq, drm_amdgpu_fence *out) const;
+  // Whether the kernel fence of submission `seq` itself is known. A point can be reached before
+  // its submit() has recorded the fence (the job ran while the CS ioctl returned); until then
+  // job_error(seq) answers for an older job.
+  bool knows_job(uint64_t seq) const;
   // The first recent submission whose job failed, 0 if none is known.
   uint64_t first_failed_seq() const;
 

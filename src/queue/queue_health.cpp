@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <utility>
 #include <vector>
 
 #include "queue/health_pacer.h"
@@ -20,7 +21,11 @@ bool same_fault(const rvgl_drm_amdgpu_info_gpuvm_fault &a,
 
 void QueueHealth::add(uint32_t handle, std::shared_ptr<KernelQueue> q) {
   std::lock_guard lk(mu_);
-  queues_[handle] = Tracked{std::move(q), false};
+  Tracked t{std::move(q)};
+  // Its context was created before now, maybe before the newest probe answer was asked: a reset
+  // that answer reports may be one this context saw.
+  t.ctx_stale_from = std::max<uint64_t>(probe_asks_, 1);
+  queues_[handle] = std::move(t);
 }
 
 void QueueHealth::add_user(uint32_t handle, std::shared_ptr<UserQueue> q) {
@@ -58,6 +63,7 @@ void QueueHealth::refused(uint32_t handle) {
     auto it = queues_.find(handle);
     if (it == queues_.end()) return;
     it->second.dirty = true;
+    it->second.refused = true;
     due_ns_ = monotonic_ns();
     publish_deadline_locked();
   }
@@ -173,6 +179,38 @@ bool QueueHealth::all_jobs_fine(const std::vector<Seen> &seen) const {
   return fences.empty() || dev_->poll_fences(fences) == 0;
 }
 
+void QueueHealth::read_ctx_states(std::vector<Seen> &seen, bool none_failed) {
+  size_t live = 0;
+  for (const Seen &s : seen)
+    live += !s.before.lost;
+  if (!live) return;
+  // Asked after the job errors, as each context would be; only when no job failed, since a
+  // failure sends every queue to its own context anyway.
+  bool asked = false;
+  uint64_t last_reset;
+  if (none_failed) {
+    const ResetProbe::Answer a = probe_.ask();
+    std::lock_guard lk(mu_);
+    ++probe_asks_;
+    if (a != ResetProbe::Answer::kNoReset) probe_last_reset_ = probe_asks_;  // unknown: a reset
+    last_reset = probe_last_reset_;
+    asked = true;
+  } else {
+    std::lock_guard lk(mu_);
+    last_reset = probe_last_reset_;
+  }
+  for (Seen &s : seen) {
+    if (s.before.lost) continue;
+    // The probe speaks for a context only while no reset was seen since that context was last
+    // read, and only where the error read was that of the newest job itself (a guilty
+    // context's later jobs fail too, so it would show): a refusal, or a newest job whose fence
+    // was not recorded yet, leaves the context to be asked.
+    if (asked && !s.refused && s.job_known && last_reset < s.ctx_stale_from) continue;
+    s.ctx_flags = s.q->ctx_flags();
+    s.ctx_read = true;
+  }
+}
+
 void QueueHealth::check(int64_t now) {
   std::lock_guard running(check_mu_);  // the whole check, published states included
   std::vector<Seen> seen;
@@ -182,7 +220,10 @@ void QueueHealth::check(int64_t now) {
     for (auto &[h, t] : queues_) {
       if (!t.dirty) continue;
       t.dirty = false;
-      seen.push_back({h, t.queue, {}, t.reached, 0, 0});
+      Seen s{h, t.queue, {}, t.reached};
+      s.refused = std::exchange(t.refused, false);
+      s.ctx_stale_from = t.ctx_stale_from;
+      seen.push_back(std::move(s));
     }
     for (auto &[h, t] : users_) {
       if (!t.dirty) continue;
@@ -201,14 +242,18 @@ void QueueHealth::check(int64_t now) {
   // them; the VM's fault cache (written when the fault happened, before either) last.
   for (Seen &s : seen) {
     s.before = s.q->status();
-    if (!s.before.lost) s.reached = std::max(s.reached, s.q->timeline()->known_reached());
+    if (s.before.lost) continue;
+    s.reached = std::max(s.reached, s.q->timeline()->known_reached());
+    s.job_known = s.q->knows_job(s.reached);
   }
-  const bool none_failed = all_jobs_fine(seen);
+  const bool polled_fine = all_jobs_fine(seen);
+  bool none_failed = true;
   for (Seen &s : seen) {
     if (s.before.lost) continue;  // classified once: a lost queue stays as it was published
-    if (!none_failed) s.job_error = s.q->job_error(s.reached);
-    s.ctx_flags = s.q->ctx_flags();
+    if (!polled_fine) s.job_error = s.q->job_error(s.reached);
+    if (s.job_error) none_failed = false;
   }
+  read_ctx_states(seen, none_failed);
   rvgl_drm_amdgpu_info_gpuvm_fault fault{};
   const bool new_fault =
       dev_->query_gpuvm_fault(&fault) == 0 && fault.status && !same_fault(fault, last_fault_);
@@ -278,6 +323,8 @@ void QueueHealth::check(int64_t now) {
       st.lost = true;
       st.error = s.job_error ? s.job_error : -ECANCELED;
     }
+    // Read after the newest probe answer: only a later answer's reset can make it stale.
+    if (s.ctx_read) it->second.ctx_stale_from = probe_asks_ + 1;
     s.q->publish(st);  // after its records: a guest that sees it lost finds them in the ring
   }
   events_.notify();

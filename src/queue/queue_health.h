@@ -3,7 +3,9 @@
 // A queue's transition to lost — guilty, innocent, VRAM lost, VM fault, hang — is classified here
 // and nowhere else, on the completion engine's thread, from one observation taken in a fixed order
 // (the queues' job errors first, polled together and asked one by one only after a failure, then
-// each kernel context's state, then the VM's fault cache once for the whole context), and each
+// the kernel contexts' state: the probe's one answer when no job failed and the device was not
+// reset, else each queue's context (reset_probe.h); then the VM's fault cache once for the
+// whole context), and each
 // cause posts exactly one event. QUEUE_STATE only reads what this
 // class published. Events of a check are posted before its state is published, so a guest that
 // sees a queue lost also finds the records that say why.
@@ -30,6 +32,7 @@
 #include "events/event_ring.h"
 #include "queue/completion_engine.h"
 #include "queue/kernel_queue.h"
+#include "queue/reset_probe.h"
 #include "queue/user_queue.h"
 
 namespace rvgl {
@@ -37,13 +40,16 @@ namespace rvgl {
 class QueueHealth final : public CompletionEngine::Watch {
  public:
   // Checks of one context are at least HealthPacer::interval_ns() apart. A check of n queues with
-  // new completions costs n + 2 ioctls (one WAIT_FENCES poll of their jobs, a context query
-  // each, the fault cache), or 2n + 1 when a job failed (a WAIT_CS each instead of the poll).
+  // new completions costs 3 ioctls when no job failed and the device was not reset (one
+  // WAIT_FENCES poll of their jobs, the reset probe, the fault cache); a queue also gets a
+  // context query when the probe says the device was reset since that queue's last one, or the
+  // kernel refused its work; when a job failed it is 2n + 1 (a WAIT_CS and a context query each,
+  // the fault cache).
   static constexpr int64_t kUserPollNs = 2'000'000;
 
   // rearm: makes the engine ask for deadline_ns() again (a deadline moved earlier).
   QueueHealth(std::shared_ptr<AmdgpuDevice> dev, EventRing &events, std::function<void()> rearm)
-      : dev_(std::move(dev)), events_(events), rearm_(std::move(rearm)) {}
+      : dev_(std::move(dev)), probe_(dev_), events_(events), rearm_(std::move(rearm)) {}
 
   // VMM thread.
   void add(uint32_t handle, std::shared_ptr<KernelQueue> q);
@@ -75,8 +81,12 @@ class QueueHealth final : public CompletionEngine::Watch {
   struct Tracked {
     std::shared_ptr<KernelQueue> queue;
     bool dirty = false;        // new completions (or a refusal) since the last check
+    bool refused = false;      // the kernel refused its work since the last check
     int64_t busy_window = -1;  // the last window HealthPacer counted this queue busy in
     uint64_t reached = 0;      // the newest point the watch reported
+    // The first probe answer whose "reset" makes this queue's last context state stale: its
+    // context was created or queried before that answer was asked.
+    uint64_t ctx_stale_from = 0;
   };
   struct TrackedUser {
     std::shared_ptr<UserQueue> queue;
@@ -90,10 +100,17 @@ class QueueHealth final : public CompletionEngine::Watch {
     uint64_t reached = 0;  // the newest point known done: the watch's or the timeline's
     int job_error = 0;
     uint64_t ctx_flags = 0;
+    bool refused = false;
+    bool job_known = false;  // the job at `reached` itself, before its error was read
+    uint64_t ctx_stale_from = 0;
+    bool ctx_read = false;  // ctx_flags came from the queue's own context
   };
   // Whether no job of `seen` failed, asked in one ioctl; false also when that cannot be said in
   // one (fewer than two live queues, a failure, a refusal): then each queue is asked alone.
   bool all_jobs_fine(const std::vector<Seen> &seen) const;
+  // Reads the context state of the queues of `seen` that need their own query; `none_failed`:
+  // no job of theirs failed, so the probe may answer for the others. Engine thread.
+  void read_ctx_states(std::vector<Seen> &seen, bool none_failed);
   void check_users(std::vector<std::pair<uint32_t, std::shared_ptr<UserQueue>>> &users,
                    bool fault_unclaimed, const rvgl_drm_amdgpu_info_gpuvm_fault &fault);
   // Runs a check if one is due and allowed now, else sets the deadline (mu_ not held).
@@ -105,13 +122,18 @@ class QueueHealth final : public CompletionEngine::Watch {
   void publish_deadline_locked();
 
   std::shared_ptr<AmdgpuDevice> dev_;
+  ResetProbe probe_;  // created before any queue's context: it vouches only for later ones
   EventRing &events_;
   std::function<void()> rearm_;
 
   // Held for a whole check (engine thread); remove() takes it to wait a check out,
   // completed_later() tries it to see one under way. Outside mu_.
   mutable std::mutex check_mu_;
-  mutable std::mutex mu_;  // queues_, last_check_ns_, due_ns_, checks_
+  mutable std::mutex mu_;  // queues_, last_check_ns_, due_ns_, checks_, probe_asks_, ...
+  // Probe answers so far, and the number of the last that said "reset" (0: none). A queue's
+  // context state is current while probe_last_reset_ < its ctx_stale_from.
+  uint64_t probe_asks_ = 0;
+  uint64_t probe_last_reset_ = 0;
   std::map<uint32_t, Tracked> queues_;
   std::map<uint32_t, TrackedUser> users_;
   int64_t next_user_poll_ns_ = 0;

@@ -8,6 +8,7 @@
 #include "../tools/common/amd_packets.h"
 #include "rvgl_emu.h"
 #include "support/context_harness.h"
+#include "support/scoped_knob.h"
 
 using namespace rvgl;
 using namespace rvgl::test;
@@ -22,17 +23,11 @@ rvgl_emu_counters emu_counters() {
   return c;
 }
 
-// Sets an emulator knob for the scope of a test.
-struct Knob {
-  std::string name;
-  Knob(const char *n, const char *v) : name(n) { REQUIRE(rvgl_emu_set_knob(n, v) == 0); }
-  ~Knob() { rvgl_emu_set_knob(name.c_str(), "0"); }
-};
-
 }  // namespace
 
 TEST_CASE("a fence retires only after its job's latency has passed", "[context][fence]") {
-  Knob latency("RVGL_EMU_JOB_LATENCY_US", "60000");
+  test::ScopedKnob latency("RVGL_EMU_JOB_LATENCY_US", "60000", "0");
+  REQUIRE(latency.ok());
   ContextHarness h;
   h.create_shmem();
   const uint64_t va = h.capset().va_start;
@@ -59,7 +54,8 @@ TEST_CASE("a fence retires only after its job's latency has passed", "[context][
 TEST_CASE("destroying a context with work in flight is quick and leaks nothing",
           "[context][lifecycle]") {
   const auto before = emu_counters();
-  Knob latency("RVGL_EMU_JOB_LATENCY_US", "20000");
+  test::ScopedKnob latency("RVGL_EMU_JOB_LATENCY_US", "20000", "0");
+  REQUIRE(latency.ok());
   Clock::time_point destroy_start;
   {
     auto h = std::make_unique<ContextHarness>(test_config(), true);

@@ -1,7 +1,8 @@
 // A health check of several kernel queues asks for their job errors in one WAIT_FENCES poll and
-// for each queue's context state (queue_health.h), so a context with n busy queues costs n + 2
-// ioctls per check, not 2n + 1; when a job failed, every queue is asked on its own, so the
-// classification is the one the per-queue path makes.
+// the reset probe for their contexts' state (queue_health.h, reset_probe.h), so a context with n
+// busy queues costs 3 ioctls per check, not 2n + 1; when a job failed, every queue is asked on
+// its own, so the classification is the one the per-queue path makes; after a reset, each queue
+// is asked once, whichever check first looks at it.
 #include <catch2/catch.hpp>
 
 #include <chrono>
@@ -15,6 +16,7 @@
 #include "queue/queue_health.h"
 #include "rvgl_emu.h"
 #include "support/device_bo.h"
+#include "support/scoped_knob.h"
 #include "util/monotonic_clock.h"
 
 using namespace rvgl;
@@ -48,11 +50,12 @@ struct Rig {
   }
   ~Rig() { dev->gem_close(ibs.handle); }
 
-  std::shared_ptr<KernelQueue> queue_with_one_job(const rvgl_ib &ib) {
+  std::shared_ptr<KernelQueue> queue_with_jobs(const rvgl_ib &ib, int jobs = 1) {
     std::unique_ptr<KernelQueue> q;
     REQUIRE(KernelQueue::create(dev, RVGL_IP_COMPUTE, RVGL_PRIORITY_NORMAL, &q) == 0);
     uint64_t seq = 0;
-    REQUIRE(q->submit({&ib, 1}, {}, 0, &seq) == 0);
+    for (int i = 0; i < jobs; ++i)
+      REQUIRE(q->submit({&ib, 1}, {}, 0, &seq) == 0);
     // Done (signalled, with or without an error) before the check looks.
     const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
     uint64_t reached = 0;
@@ -64,6 +67,17 @@ struct Rig {
   }
 };
 
+// The ioctls of whatever check `h.completed()` (or tick) runs now on this thread.
+template <typename F>
+uint64_t ioctls_of(QueueHealth &h, F &&f) {
+  const uint64_t checks = h.checks();
+  const uint64_t before = rvgl_emu_thread_ioctls();
+  f();
+  const uint64_t n = rvgl_emu_thread_ioctls() - before;
+  REQUIRE(h.checks() == checks + 1);
+  return n;
+}
+
 // Queue 1's completion is checked at once, before the others have run their jobs; theirs, marked
 // within the interval, wait for it, and tick() runs them as one check on this thread. Returns
 // that check's ioctls.
@@ -71,12 +85,12 @@ uint64_t deferred_check_ioctls(Rig &r, QueueHealth &h,
                                std::vector<std::shared_ptr<KernelQueue>> &qs,
                                const std::vector<bool> &faults) {
   const int64_t t0 = monotonic_ns();
-  qs.push_back(r.queue_with_one_job(r.nop_ib));
+  qs.push_back(r.queue_with_jobs(r.nop_ib));
   h.add(1, qs.back());
   h.completed(1, 1, t0);
   REQUIRE(h.checks() == 1);
   for (uint32_t i = 0; i < faults.size(); ++i) {
-    qs.push_back(r.queue_with_one_job(faults[i] ? r.fault_ib : r.nop_ib));
+    qs.push_back(r.queue_with_jobs(faults[i] ? r.fault_ib : r.nop_ib));
     h.add(i + 2, qs.back());
     h.completed(i + 2, 1, t0);
   }
@@ -95,11 +109,12 @@ TEST_CASE("a health check polls the job errors of its queues at once", "[health]
   EventRing events([] {});
   QueueHealth health(r.dev, events, [] {});
   std::vector<std::shared_ptr<KernelQueue>> qs;
-  // The deferred check sees queues 2-5: one WAIT_FENCES, four context queries, the fault cache.
-  CHECK(deferred_check_ioctls(r, health, qs, {false, false, false, false}) == 1 + 4 + 1);
+  // The deferred check sees queues 2-5: one WAIT_FENCES, the reset probe for their contexts, the
+  // fault cache.
+  CHECK(deferred_check_ioctls(r, health, qs, {false, false, false, false}) == 1 + 1 + 1);
   for (const auto &q : qs)
     CHECK_FALSE(q->status().lost);
-  CHECK(events.points() == 0);
+  CHECK(events.dropped_unattached() == 0);
 }
 
 TEST_CASE("a health check asks each queue alone when one job failed", "[health]") {
@@ -113,4 +128,49 @@ TEST_CASE("a health check asks each queue alone when one job failed", "[health]"
   for (size_t i = 0; i < qs.size(); ++i)
     CHECK(qs[i]->status().lost == (i == 3));
   CHECK(qs[3]->status().flags == (RVGL_QUEUE_FLAG_GUILTY | RVGL_QUEUE_FLAG_VM_FAULT));
+}
+
+TEST_CASE("after a GPU reset each queue's context is asked once, by whichever check sees it",
+          "[health]") {
+  Rig r;
+  EventRing events([] {});
+  QueueHealth health(r.dev, events, [] {});
+  auto a = r.queue_with_jobs(r.nop_ib);
+  auto b = r.queue_with_jobs(r.nop_ib);
+  health.add(1, a);
+  health.add(2, b);
+  int64_t t = monotonic_ns();
+  // Before the reset: a WAIT_CS, the probe, the fault cache; no context query.
+  CHECK(ioctls_of(health, [&] { health.completed(1, 1, t); }) == 3);
+
+  {
+    // Another context's second job is taken by a reset (innocent, no VRAM lost): the device's
+    // reset counter moves, and a and b, created before it, see RESET in their contexts.
+    test::ScopedKnob reset("RVGL_EMU_RESET_JOB", "2", "0");
+    REQUIRE(reset.ok());
+    r.queue_with_jobs(r.nop_ib, 2);
+  }
+
+  // The first check after it sees only a: the probe reports the reset, so a's context is asked.
+  t += 1'000'000'000;
+  CHECK(ioctls_of(health, [&] { health.completed(1, 1, t); }) == 4);
+  CHECK(a->status().flags == RVGL_QUEUE_FLAG_INNOCENT);
+  CHECK(b->status().flags == 0);
+  // b's first check after it: the probe has nothing new, but b's context was last read before
+  // the answer that reported the reset, so it is asked too.
+  t += 1'000'000'000;
+  CHECK(ioctls_of(health, [&] { health.completed(2, 1, t); }) == 4);
+  CHECK(b->status().flags == RVGL_QUEUE_FLAG_INNOCENT);
+  // Both read since: the probe speaks for them again.
+  t += 1'000'000'000;
+  CHECK(ioctls_of(health, [&] { health.completed(1, 1, t); }) == 3);
+  CHECK_FALSE(a->status().lost);
+  CHECK_FALSE(b->status().lost);
+  // One innocent reset record each, and nothing else (no shared page: counted as dropped).
+  CHECK(events.dropped_unattached() == 2);
+
+  // A refusal is the kernel speaking of that queue's context: it is asked whatever the probe says.
+  health.refused(2);
+  t += 1'000'000'000;
+  CHECK(ioctls_of(health, [&] { health.tick(t); }) == 4);
 }

@@ -12,6 +12,7 @@
 #include "../tools/common/amd_packets.h"
 #include "rvgl_emu.h"
 #include "support/context_harness.h"
+#include "support/scoped_knob.h"
 
 namespace rvgl::test {
 
@@ -20,22 +21,6 @@ inline rvgl_emu_counters emu_counters() {
   rvgl_emu_get_counters(&c, sizeof(c));
   return c;
 }
-
-// Sets an emulator knob for a scope; restores `restore` after (by default what the suite's
-// environment set, else 0).
-class ScopedKnob {
- public:
-  ScopedKnob(const char *name, const std::string &value, const char *restore = nullptr)
-      : name_(name), restore_(restore ? restore : (std::getenv(name) ? std::getenv(name) : "0")) {
-    ok_ = rvgl_emu_set_knob(name, value.c_str()) == 0;
-  }
-  ~ScopedKnob() { rvgl_emu_set_knob(name_.c_str(), restore_.c_str()); }
-  bool ok() const { return ok_; }
-
- private:
-  std::string name_, restore_;
-  bool ok_;
-};
 
 // Reads the event records the host wrote since the last call, as a guest does.
 inline std::vector<rvgl_event> read_events(ContextHarness &h) {
