@@ -1,12 +1,13 @@
 // Decides, call by call, whether a virglrenderer API call is ours (a ROCM context, one of its
 // resources, the ROCM capset) or the real library's, and keeps the state that decision needs.
 //
-// Threads (DESIGN.md D9): the VMM calls from one thread at a time; our contexts' retire threads
-// call the VMM's write_context_fence directly and never touch this state; the real library's
-// write_fence may arrive on its sync thread (ASYNC_FENCE_CB) and goes to global_ (its own lock).
+// Threads (DESIGN.md D9, docs/threads.md): the VMM calls from one thread at a time; the
+// completion engine and SPM workers call the VMM's write_context_fence directly and never touch
+// this state; the real library's write_fence may arrive on its sync thread (ASYNC_FENCE_CB) and
+// goes to global_ (its own lock).
 // mu_ guards the tables only: it is never held while calling the real library (0.10.4 calls some
 // of its own exported functions, which come back through us), a VMM callback, or a context's
-// destructor (which joins its retire thread).
+// destructor (which waits out the completion engine's calls into it).
 //
 // The submit path finds a context without the lock (issue 13, point 7): fast_ holds a raw pointer
 // per small context id, set and cleared under mu_ while the table's shared_ptr keeps the context

@@ -116,7 +116,7 @@ int Router::create_our_context(uint32_t ctx_id) {
     o.config = cfg.get();
     o.drm_fd = std::move(fd);
     o.async_fences = vmm.async_fences();
-    // Captured by value: the retire thread never reads the router.
+    // Captured by value: the completion engine, which calls it, never reads the router.
     o.on_fence = [write = vmm.write_context_fence(), cookie = vmm.cookie(), ctx_id](
                      uint32_t ring_idx, uint64_t fence_id) {
       if (write) write(cookie, ctx_id, ring_idx, fence_id);
@@ -125,7 +125,8 @@ int Router::create_our_context(uint32_t ctx_id) {
   };
   int err = 0;
   std::unique_ptr<ComputeContext> ctx;
-  // Exhaustion inside the context (its retire thread, memory) is an error for this context only.
+  // Exhaustion inside the context (the completion engine's thread, which the first context
+  // starts; memory) is an error for this context only.
   auto make_guarded = [&](UniqueFd fd) {
     try {
       ctx = make(std::move(fd), &err);
@@ -167,7 +168,7 @@ void Router::context_destroy(uint32_t ctx_id) {
       contexts_.erase(it);
     }
   }
-  if (doomed) return;  // destroyed here, outside the lock (it joins its retire thread)
+  if (doomed) return;  // destroyed here, outside the lock (it waits out its engine callbacks)
   if (auto real = RVGL_REAL(virgl_renderer_context_destroy)) real(ctx_id);
   std::lock_guard lk(mu_);
   real_.remove_context(ctx_id);

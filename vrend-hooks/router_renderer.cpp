@@ -129,7 +129,7 @@ void Router::drop_everything() {
     resources.swap(resources_);
     real_.clear();
   }
-  // Contexts first: their retire threads stop before anything they use goes away.
+  // Contexts first: their engine watches and SPM workers stop before anything they use goes away.
   contexts.clear();
   resources.clear();
 }

@@ -25,7 +25,7 @@ class SyncTimeline final : public FenceSource {
   // docs/threads.md names make it known, after the health owner saw it or when it would defer.
   int query(uint64_t *value) const;
   // A point known to be signalled without asking the kernel: the highest one a wait or a query
-  // has seen. Lets the retire thread go from one wait to the next without a query ioctl between.
+  // has seen. Lets the completion engine arm its next wait without a query ioctl between.
   uint64_t known_reached() const { return known_.load(std::memory_order_acquire); }
   void note_reached(uint64_t point) const;
   uint64_t reached() const override { return known_reached(); }
