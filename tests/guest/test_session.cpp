@@ -2,91 +2,55 @@
 // host's own FrameDecoder writing into a shared page it passes as a memfd.
 #include <catch2/catch.hpp>
 
-#include <sys/mman.h>
-
 #include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <thread>
 
-#include "context/command_layouts.h"
-#include "context/frame_decoder.h"
-#include "context/shmem_view.h"
+#include "fake_rocm_host.h"
 #include "fake_vtest_server.h"
+#include "session_scenarios.h"
 #include "rvgl_session.h"
 #include "rvgl_vtest_transport.h"
 
 using namespace rvgl::guest;
 using rvgl::guest::test::BlobRequest;
+using rvgl::guest::test::bytes_of;
+using rvgl::guest::test::check_event_wakes_waiter;
+using rvgl::guest::test::check_slots_reused_only_after_responses;
+using rvgl::guest::test::fake_host_capset;
+using rvgl::guest::test::FakeRocmHost;
 using rvgl::guest::test::FakeVtestServer;
 using rvgl::guest::test::SubmitRecord;
 
 namespace {
 
 rvgl_capset host_capset() {
-  rvgl_capset c{};
-  c.wire_format_version = RVGL_WIRE_FORMAT_VERSION;
-  c.protocol_major = RVGL_PROTOCOL_MAJOR;
-  c.shmem_size = RVGL_SHMEM_SIZE;
-  c.max_submit_bytes = 64 * 1024;
-  c.features = RVGL_FEATURE_SPM | RVGL_FEATURE_EVENT_RING;
-  std::strcpy(c.marketing_name, "fake host");
-  return c;
+  return fake_host_capset(RVGL_FEATURE_SPM | RVGL_FEATURE_EVENT_RING, "fake host");
 }
 
-// A minimal host context: the real decoder, a shared page, handlers that answer predictably.
-struct FakeHost {
-  UniqueFd shm_fd;
-  Mapping shm;
-  rvgl::ShmemView view;
-  rvgl::CommandTable table;
-  std::unique_ptr<rvgl::FrameDecoder> dec;
-  bool init_header = true;
+// The shared fake host, plus an SPM_SET_DEST that is answered later, as the SPM worker does.
+struct FakeHost : FakeRocmHost {
   std::atomic<uint32_t> deferred_rsp_off{RVGL_RSP_NONE};
   std::atomic<uint32_t> deferred_seqno{0};
-  std::atomic<int> submits{0};
 
-  FakeHost() {
-    auto add = [&](uint32_t cmd, rvgl::Handler h) {
-      const auto *l = rvgl::find_layout(cmd);
-      table.set(cmd, {l->name, h, l->req_size, l->rsp_size});
-    };
-    add(RVGL_CMD_NOP, [](void *, const rvgl::Request &, rvgl::Response &) { return 0; });
-    add(RVGL_CMD_QUERY_INFO, [](void *, const rvgl::Request &req, rvgl::Response &rsp) {
-      auto &r = rsp.as<rvgl_rsp_query_info>();
-      r.query = req.as<rvgl_req_query_info>().query;
-      r.size = 8;
-      r.data.timestamp.gpu_timestamp = 1000000ull + req.seqno;  // tells responses apart
-      return 0;
-    });
-    add(RVGL_CMD_BO_CREATE, [](void *, const rvgl::Request &req, rvgl::Response &rsp) {
-      if (req.as<rvgl_req_bo_create>().size == 0) return -EINVAL;
-      rsp.as<rvgl_rsp_bo_create>().bo = 7;
-      return 0;
-    });
+  FakeHost() : FakeRocmHost(1000000, 7) {
     add(RVGL_CMD_SPM_SET_DEST, [](void *self, const rvgl::Request &req, rvgl::Response &) {
-      auto *h = static_cast<FakeHost *>(self);
+      auto *h = static_cast<FakeHost *>(static_cast<FakeRocmHost *>(self));
       h->deferred_seqno = req.seqno;
       h->deferred_rsp_off = req.rsp_off;
-      return rvgl::kDeferred;  // answered later, from "the SPM worker"
+      return rvgl::kDeferred;
     });
-    dec = std::make_unique<rvgl::FrameDecoder>(table, this, host_capset().max_submit_bytes);
   }
 
   UniqueFd make_shared_page(const BlobRequest &b) {
-    if (b.blob_id != 0 || b.blob_flags != RVGL_BLOB_FLAG_USE_MAPPABLE || b.size != RVGL_SHMEM_SIZE)
-      return UniqueFd();
-    shm_fd.reset(memfd_create("rvgl-shmem", MFD_CLOEXEC));
-    if (!shm_fd || ftruncate(shm_fd.get(), RVGL_SHMEM_SIZE) != 0) return UniqueFd();
-    shm = std::move(*Mapping::map_shared(shm_fd.get(), RVGL_SHMEM_SIZE));
-    view = rvgl::ShmemView(shm.data(), shm.size());
-    if (init_header) view.init_header();
-    return UniqueFd(dup(shm_fd.get()));
+    UniqueFd fd;
+    FakeRocmHost::make_shared_page(b.blob_id, b.blob_flags, b.size, &fd);
+    return fd;
   }
 
   void run(const SubmitRecord &s) {
-    ++submits;
-    if (s.ring_idx == RVGL_RING_CPU) dec->run(s.commands, view);
+    if (s.ring_idx == RVGL_RING_CPU) decode(s.commands);
   }
 
   // The deferred SPM_SET_DEST response, as the SPM worker would write it.
@@ -97,24 +61,7 @@ struct FakeHost {
     r.bytes_copied = bytes_copied;
     view.write_response(deferred_rsp_off, {reinterpret_cast<const uint8_t *>(&r), sizeof(r)});
   }
-
-  void push_event(uint32_t type) {
-    auto *h = view.header();
-    rvgl_event ev{};
-    ev.seq = h->event_wptr + 1;
-    ev.type = type;
-    std::memcpy(view.base() + RVGL_EVENT_RING_OFFSET +
-                    (h->event_wptr % RVGL_EVENT_RING_ENTRIES) * sizeof(ev),
-                &ev, sizeof(ev));
-    __atomic_store_n(&h->event_wptr, h->event_wptr + 1, __ATOMIC_RELEASE);
-  }
 };
-
-std::vector<uint8_t> bytes_of(const rvgl_capset &c) {
-  std::vector<uint8_t> b(sizeof(c));
-  std::memcpy(b.data(), &c, sizeof(c));
-  return b;
-}
 
 struct Fixture {
   FakeHost host;
@@ -172,24 +119,7 @@ TEST_CASE("many requests in flight: slots are reused only after their responses"
           "[guest][session]") {
   Fixture f;
   REQUIRE(f.session);
-  // 1200 QUERY_INFO responses of 128 bytes: over twice what the response area holds at once.
-  std::vector<ResponseTicket> tickets;
-  for (int batch = 0; batch < 12; ++batch) {
-    auto enc = f.session->encoder();
-    for (int i = 0; i < 100; ++i) {
-      auto t = enc.query_info(RVGL_INFO_TIMESTAMP);
-      REQUIRE(t);
-      tickets.push_back(*t);
-    }
-    REQUIRE(f.session->submit(enc));
-  }
-  for (const auto &t : tickets) {
-    auto r = f.session->wait(t);
-    REQUIRE(r);
-    REQUIRE(r->result == 0);
-    REQUIRE(r->as<rvgl_rsp_query_info>().data.timestamp.gpu_timestamp == 1000000ull + t.seqno);
-  }
-  CHECK(f.session->shared_page().async_error() == 0);
+  check_slots_reused_only_after_responses(*f.session, 1000000);
 }
 
 TEST_CASE("execute returns the responses in order", "[guest][session]") {
@@ -279,22 +209,10 @@ TEST_CASE("events: read from the shared page, and waited for on the events ring"
           "[guest][session]") {
   Fixture f([](Fixture &x) { x.server.hold_ring_fences = true; });
   REQUIRE(f.session);
-  auto none = f.session->wait_for_event(std::chrono::milliseconds(30));
-  REQUIRE(none);
-  CHECK_FALSE(*none);
-
-  std::thread host([&] {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  check_event_wakes_waiter(*f.session, [&] {
     f.host.push_event(RVGL_EVENT_QUEUE_RESET);
     f.server.release_fences();  // ring 63 retires when a record is unread
   });
-  auto got = f.session->wait_for_event(std::chrono::seconds(5));
-  host.join();
-  REQUIRE(got);
-  CHECK(*got);
-  auto p = f.session->events().poll();
-  REQUIRE(p.events.size() == 1);
-  CHECK(p.events[0].type == RVGL_EVENT_QUEUE_RESET);
   auto subs = f.server.submits();
   REQUIRE(subs.size() >= 2);
   CHECK(subs.back().ring_idx == RVGL_RING_EVENTS);

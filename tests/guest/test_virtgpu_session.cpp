@@ -2,22 +2,22 @@
 // kernel, and behind it the host's own FrameDecoder answers into the shared page the node maps.
 #include <catch2/catch.hpp>
 
-#include <sys/mman.h>
-#include <unistd.h>
-
 #include <cerrno>
 #include <cstring>
-#include <thread>
 
-#include "context/command_layouts.h"
-#include "context/frame_decoder.h"
-#include "context/shmem_view.h"
+#include "fake_rocm_host.h"
 #include "fake_virtgpu.h"
+#include "session_scenarios.h"
 #include "rvgl_session.h"
 #include "rvgl_virtgpu_transport.h"
 
 using namespace rvgl::guest;
+using rvgl::guest::test::bytes_of;
+using rvgl::guest::test::check_event_wakes_waiter;
+using rvgl::guest::test::check_slots_reused_only_after_responses;
+using rvgl::guest::test::fake_host_capset;
 using rvgl::guest::test::FakeCapset;
+using rvgl::guest::test::FakeRocmHost;
 using rvgl::guest::test::FakeVirtgpu;
 using rvgl::guest::test::HostBlobRequest;
 
@@ -31,82 +31,24 @@ constexpr uint32_t kNrBlob = DRM_COMMAND_BASE + DRM_VIRTGPU_RESOURCE_CREATE_BLOB
 constexpr uint32_t kNrCtxInit = DRM_COMMAND_BASE + DRM_VIRTGPU_CONTEXT_INIT;
 
 rvgl_capset host_capset() {
-  rvgl_capset c{};
-  c.wire_format_version = RVGL_WIRE_FORMAT_VERSION;
-  c.protocol_major = RVGL_PROTOCOL_MAJOR;
-  c.shmem_size = RVGL_SHMEM_SIZE;
-  c.max_submit_bytes = 64 * 1024;
-  c.features = RVGL_FEATURE_USERPTR | RVGL_FEATURE_EVENT_RING;
-  std::strcpy(c.marketing_name, "virtio host");
-  return c;
+  return fake_host_capset(RVGL_FEATURE_USERPTR | RVGL_FEATURE_EVENT_RING, "virtio host");
 }
 
-std::vector<uint8_t> bytes_of(const rvgl_capset &c) {
-  std::vector<uint8_t> b(sizeof(c));
-  std::memcpy(b.data(), &c, sizeof(c));
-  return b;
-}
-
-// The host side: the context's decoder and shared page (a memfd the fake node maps for the
-// guest), handlers that answer predictably.
-struct RocmHost {
-  UniqueFd shm_fd;
-  Mapping shm;
-  rvgl::ShmemView view;
-  rvgl::CommandTable table;
-  std::unique_ptr<rvgl::FrameDecoder> dec;
-  bool init_header = true;
+// The shared fake host, behind the fake node: it counts the CPU ring's submissions.
+struct RocmHost : FakeRocmHost {
   int ring0_submits = 0;
 
-  RocmHost() {
-    auto add = [&](uint32_t cmd, rvgl::Handler h) {
-      const auto *l = rvgl::find_layout(cmd);
-      table.set(cmd, {l->name, h, l->req_size, l->rsp_size});
-    };
-    add(RVGL_CMD_NOP, [](void *, const rvgl::Request &, rvgl::Response &) { return 0; });
-    add(RVGL_CMD_QUERY_INFO, [](void *, const rvgl::Request &req, rvgl::Response &rsp) {
-      auto &r = rsp.as<rvgl_rsp_query_info>();
-      r.query = req.as<rvgl_req_query_info>().query;
-      r.size = 8;
-      r.data.timestamp.gpu_timestamp = 5000000ull + req.seqno;
-      return 0;
-    });
-    add(RVGL_CMD_BO_CREATE, [](void *, const rvgl::Request &req, rvgl::Response &rsp) {
-      if (req.as<rvgl_req_bo_create>().size == 0) return -EINVAL;
-      rsp.as<rvgl_rsp_bo_create>().bo = 11;
-      return 0;
-    });
-    dec = std::make_unique<rvgl::FrameDecoder>(table, this, host_capset().max_submit_bytes);
-  }
+  RocmHost() : FakeRocmHost(5000000, 11) {}
 
   int make_blob(const HostBlobRequest &b, UniqueFd &memory) {
-    if (b.blob_id != 0 || b.blob_flags != RVGL_BLOB_FLAG_USE_MAPPABLE || b.size != RVGL_SHMEM_SIZE)
-      return -EINVAL;
-    shm_fd.reset(memfd_create("rvgl-shmem", MFD_CLOEXEC));
-    if (!shm_fd || ftruncate(shm_fd.get(), RVGL_SHMEM_SIZE) != 0) return -ENOMEM;
-    shm = std::move(*Mapping::map_shared(shm_fd.get(), RVGL_SHMEM_SIZE));
-    view = rvgl::ShmemView(shm.data(), shm.size());
-    if (init_header) view.init_header();
-    memory.reset(dup(shm_fd.get()));
-    return 0;
+    return make_shared_page(b.blob_id, b.blob_flags, b.size, &memory);
   }
 
   void run(uint32_t ring, bool given, std::span<const uint8_t> commands) {
     if (given && ring == RVGL_RING_CPU) {
       ++ring0_submits;
-      dec->run(commands, view);
+      decode(commands);
     }
-  }
-
-  void push_event(uint32_t type) {
-    auto *h = view.header();
-    rvgl_event ev{};
-    ev.seq = h->event_wptr + 1;
-    ev.type = type;
-    std::memcpy(view.base() + RVGL_EVENT_RING_OFFSET +
-                    (h->event_wptr % RVGL_EVENT_RING_ENTRIES) * sizeof(ev),
-                &ev, sizeof(ev));
-    __atomic_store_n(&h->event_wptr, h->event_wptr + 1, __ATOMIC_RELEASE);
   }
 };
 
@@ -190,23 +132,7 @@ TEST_CASE("over virtio-gpu, response slots are reused only after their responses
           "[guest][virtgpu][session]") {
   Fixture f;
   REQUIRE(f.session);
-  std::vector<ResponseTicket> tickets;
-  for (int batch = 0; batch < 12; ++batch) {
-    auto enc = f.session->encoder();
-    for (int i = 0; i < 100; ++i) {
-      auto t = enc.query_info(RVGL_INFO_TIMESTAMP);
-      REQUIRE(t);
-      tickets.push_back(*t);
-    }
-    REQUIRE(f.session->submit(enc));
-  }
-  for (const auto &t : tickets) {
-    auto r = f.session->wait(t);
-    REQUIRE(r);
-    REQUIRE(r->result == 0);
-    REQUIRE(r->as<rvgl_rsp_query_info>().data.timestamp.gpu_timestamp == 5000000ull + t.seqno);
-  }
-  CHECK(f.session->shared_page().async_error() == 0);
+  check_slots_reused_only_after_responses(*f.session, 5000000);
 }
 
 TEST_CASE("over virtio-gpu, hosts a session cannot use are refused with a reason",
@@ -251,22 +177,10 @@ TEST_CASE("over virtio-gpu, events are waited for on the events ring",
           "[guest][virtgpu][session]") {
   Fixture f([](Fixture &x) { x.dev.hold_rings = 1ull << RVGL_RING_EVENTS; });
   REQUIRE(f.session);
-  auto none = f.session->wait_for_event(std::chrono::milliseconds(30));
-  REQUIRE(none);
-  CHECK_FALSE(*none);
-
-  std::thread host([&] {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  check_event_wakes_waiter(*f.session, [&] {
     f.host.push_event(RVGL_EVENT_QUEUE_RESET);
     f.dev.release_fences();  // ring 63 retires when a record is unread
   });
-  auto got = f.session->wait_for_event(std::chrono::seconds(5));
-  host.join();
-  REQUIRE(got);
-  CHECK(*got);
-  auto p = f.session->events().poll();
-  REQUIRE(p.events.size() == 1);
-  CHECK(p.events[0].type == RVGL_EVENT_QUEUE_RESET);
   auto exec = f.dev.calls(kNrExec).back();
   CHECK(exec.arg<rvgl_virtgpu_execbuffer>().ring_idx == RVGL_RING_EVENTS);
   CHECK(exec.commands.empty());
