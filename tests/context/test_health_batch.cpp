@@ -174,3 +174,22 @@ TEST_CASE("after a GPU reset each queue's context is asked once, by whichever ch
   t += 1'000'000'000;
   CHECK(ioctls_of(health, [&] { health.tick(t); }) == 4);
 }
+
+TEST_CASE("a reached point whose job's fence is not recorded yet leaves the context to be asked",
+          "[health]") {
+  // The engine can see a point reached while the VMM's thread is still returning from the CS
+  // ioctl, before submit() recorded the job's fence: the error a check then reads is an older
+  // job's, so it cannot vouch for the context (a job that failed there would have made it
+  // guilty). Here point 2 has no recorded job: the check asks the context; point 1 has one and
+  // needs no query.
+  Rig r;
+  EventRing events([] {});
+  QueueHealth health(r.dev, events, [] {});
+  auto q = r.queue_with_jobs(r.nop_ib);
+  health.add(1, q);
+  int64_t t = monotonic_ns();
+  CHECK(ioctls_of(health, [&] { health.completed(1, 1, t); }) == 3);
+  t += 1'000'000'000;
+  CHECK(ioctls_of(health, [&] { health.completed(1, 2, t); }) == 4);
+  CHECK_FALSE(q->status().lost);
+}
