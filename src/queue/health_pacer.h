@@ -1,8 +1,10 @@
 // How often queue health may be looked at, for the whole process (docs/threads.md).
 //
-// A look at one queue costs up to two ioctls (its job error, its kernel context's state; the
-// errors of several queues are polled in one), and a context's check one more for the VM's
-// fault cache. With a fixed 1 ms per context, 64 busy
+// A look at one queue can cost two ioctls (its job error, its kernel context's state), and a
+// context's check one more for the VM's fault cache; while no job failed and the device was not
+// reset, a check's errors are polled in one and its contexts answered by the reset probe, so it
+// costs 3 (queue_health.h). Paced per queue when a look cost up to two each: with a fixed 1 ms
+// per context, 64 busy
 // contexts of 8 queues made 2.9-3.6 emulated ioctls per job instead of 2.1-2.4 (BM_ScaleOps).
 // The pacer counts the queues that completed work in the last window (each at most once per
 // window, however often it is looked at, so the count does not feed back on the pacing) and
