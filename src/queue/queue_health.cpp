@@ -187,7 +187,7 @@ void QueueHealth::read_ctx_states(std::vector<Seen> &seen, bool none_failed) {
   // Asked after the job errors, as each context would be; only when no job failed, since a
   // failure sends every queue to its own context anyway.
   bool asked = false;
-  uint64_t last_reset;
+  uint64_t last_reset = 0;
   if (none_failed) {
     const ResetProbe::Answer a = probe_.ask();
     std::lock_guard lk(mu_);
@@ -195,9 +195,6 @@ void QueueHealth::read_ctx_states(std::vector<Seen> &seen, bool none_failed) {
     if (a != ResetProbe::Answer::kNoReset) probe_last_reset_ = probe_asks_;  // unknown: a reset
     last_reset = probe_last_reset_;
     asked = true;
-  } else {
-    std::lock_guard lk(mu_);
-    last_reset = probe_last_reset_;
   }
   for (Seen &s : seen) {
     if (s.before.lost) continue;

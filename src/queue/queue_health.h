@@ -5,8 +5,7 @@
 // (the queues' job errors first, polled together and asked one by one only after a failure, then
 // the kernel contexts' state: the probe's one answer when no job failed and the device was not
 // reset, else each queue's context (reset_probe.h); then the VM's fault cache once for the
-// whole context), and each
-// cause posts exactly one event. QUEUE_STATE only reads what this
+// whole context), and each cause posts exactly one event. QUEUE_STATE only reads what this
 // class published. Events of a check are posted before its state is published, so a guest that
 // sees a queue lost also finds the records that say why.
 //
@@ -42,9 +41,9 @@ class QueueHealth final : public CompletionEngine::Watch {
   // Checks of one context are at least HealthPacer::interval_ns() apart. A check of n queues with
   // new completions costs 3 ioctls when no job failed and the device was not reset (one
   // WAIT_FENCES poll of their jobs, the reset probe, the fault cache); a queue also gets a
-  // context query when the probe says the device was reset since that queue's last one, or the
-  // kernel refused its work; when a job failed it is 2n + 1 (a WAIT_CS and a context query each,
-  // the fault cache).
+  // context query when the probe says the device was reset since that queue's last one, when
+  // the kernel refused its work, or when its newest job's fence was not recorded yet; when a
+  // job failed it is 2n + 1 (a WAIT_CS and a context query each, the fault cache).
   static constexpr int64_t kUserPollNs = 2'000'000;
 
   // rearm: makes the engine ask for deadline_ns() again (a deadline moved earlier).
