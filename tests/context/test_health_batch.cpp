@@ -34,10 +34,14 @@ std::shared_ptr<AmdgpuDevice> open_device() {
   return dev;
 }
 
+// A device with a nop and a faulting IB, and a context's health owner on it (created before any
+// queue, as a context's is: its reset probe vouches only for later contexts).
 struct Rig {
   std::shared_ptr<AmdgpuDevice> dev = open_device();
   test::DeviceBo ibs{*dev, 4096, AMDGPU_GEM_DOMAIN_GTT, kIbVa};
   rvgl_ib nop_ib{}, fault_ib{};
+  EventRing events{[] {}};
+  QueueHealth health{dev, events, [] {}};
 
   Rig() {
     std::vector<uint32_t> nop, fault;
@@ -81,9 +85,9 @@ uint64_t ioctls_of(QueueHealth &h, F &&f) {
 // Queue 1's completion is checked at once, before the others have run their jobs; theirs, marked
 // within the interval, wait for it, and tick() runs them as one check on this thread. Returns
 // that check's ioctls.
-uint64_t deferred_check_ioctls(Rig &r, QueueHealth &h,
-                               std::vector<std::shared_ptr<KernelQueue>> &qs,
+uint64_t deferred_check_ioctls(Rig &r, std::vector<std::shared_ptr<KernelQueue>> &qs,
                                const std::vector<bool> &faults) {
+  QueueHealth &h = r.health;
   const int64_t t0 = monotonic_ns();
   qs.push_back(r.queue_with_jobs(r.nop_ib));
   h.add(1, qs.back());
@@ -95,36 +99,28 @@ uint64_t deferred_check_ioctls(Rig &r, QueueHealth &h,
     h.completed(i + 2, 1, t0);
   }
   REQUIRE(h.checks() == 1);
-  const uint64_t before = rvgl_emu_thread_ioctls();
-  h.tick(t0 + 1'000'000'000);
-  const uint64_t n = rvgl_emu_thread_ioctls() - before;
-  REQUIRE(h.checks() == 2);
-  return n;
+  return ioctls_of(h, [&] { h.tick(t0 + 1'000'000'000); });
 }
 
 }  // namespace
 
 TEST_CASE("a health check polls the job errors of its queues at once", "[health]") {
   Rig r;
-  EventRing events([] {});
-  QueueHealth health(r.dev, events, [] {});
   std::vector<std::shared_ptr<KernelQueue>> qs;
   // The deferred check sees queues 2-5: one WAIT_FENCES, the reset probe for their contexts, the
   // fault cache.
-  CHECK(deferred_check_ioctls(r, health, qs, {false, false, false, false}) == 1 + 1 + 1);
+  CHECK(deferred_check_ioctls(r, qs, {false, false, false, false}) == 1 + 1 + 1);
   for (const auto &q : qs)
     CHECK_FALSE(q->status().lost);
-  CHECK(events.dropped_unattached() == 0);
+  CHECK(r.events.dropped_unattached() == 0);
 }
 
 TEST_CASE("a health check asks each queue alone when one job failed", "[health]") {
   Rig r;
-  EventRing events([] {});
-  QueueHealth health(r.dev, events, [] {});
   std::vector<std::shared_ptr<KernelQueue>> qs;
   // The poll says a job failed, not whose: a WAIT_CS and a context query for each of the four,
   // then the fault cache, which names the queue whose job failed (no hang: no search for it).
-  CHECK(deferred_check_ioctls(r, health, qs, {false, false, true, false}) == 1 + 4 * 2 + 1);
+  CHECK(deferred_check_ioctls(r, qs, {false, false, true, false}) == 1 + 4 * 2 + 1);
   for (size_t i = 0; i < qs.size(); ++i)
     CHECK(qs[i]->status().lost == (i == 3));
   CHECK(qs[3]->status().flags == (RVGL_QUEUE_FLAG_GUILTY | RVGL_QUEUE_FLAG_VM_FAULT));
@@ -133,8 +129,7 @@ TEST_CASE("a health check asks each queue alone when one job failed", "[health]"
 TEST_CASE("after a GPU reset each queue's context is asked once, by whichever check sees it",
           "[health]") {
   Rig r;
-  EventRing events([] {});
-  QueueHealth health(r.dev, events, [] {});
+  QueueHealth &health = r.health;
   auto a = r.queue_with_jobs(r.nop_ib);
   auto b = r.queue_with_jobs(r.nop_ib);
   health.add(1, a);
@@ -167,7 +162,7 @@ TEST_CASE("after a GPU reset each queue's context is asked once, by whichever ch
   CHECK_FALSE(a->status().lost);
   CHECK_FALSE(b->status().lost);
   // One innocent reset record each, and nothing else (no shared page: counted as dropped).
-  CHECK(events.dropped_unattached() == 2);
+  CHECK(r.events.dropped_unattached() == 2);
 
   // A refusal is the kernel speaking of that queue's context: it is asked whatever the probe says.
   health.refused(2);
@@ -183,8 +178,7 @@ TEST_CASE("a reached point whose job's fence is not recorded yet leaves the cont
   // guilty). Here point 2 has no recorded job: the check asks the context; point 1 has one and
   // needs no query.
   Rig r;
-  EventRing events([] {});
-  QueueHealth health(r.dev, events, [] {});
+  QueueHealth &health = r.health;
   auto q = r.queue_with_jobs(r.nop_ib);
   health.add(1, q);
   int64_t t = monotonic_ns();
