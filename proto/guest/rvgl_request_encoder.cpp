@@ -48,7 +48,10 @@ Result<ResponseTicket> RequestEncoder::append(uint32_t cmd, const void *req, siz
   ResponseTicket t{cmd, seqno, RVGL_RSP_NONE, 0};
   if (reply == Reply::kWanted) {
     auto slot = seq_->slots().allocate(rsp_size, seqno);
-    if (!slot && seq_->reclaimer() && seq_->reclaimer()->reclaim(seq_->slots()) > 0)
+    // Asked again while it releases something: a reclaim may release only slots behind the
+    // oldest one in flight (their responses came in while it looked), which frees no room in
+    // the ring. Each round releases at least one more slot, so this ends.
+    while (!slot && seq_->reclaimer() && seq_->reclaimer()->reclaim(seq_->slots()) > 0)
       slot = seq_->slots().allocate(rsp_size, seqno);
     if (!slot) return make_error(-ENOSPC, "response area full: responses still in flight");
     t.rsp_off = slot->offset;

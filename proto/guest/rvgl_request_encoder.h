@@ -32,7 +32,8 @@ struct ResponseTicket {
 class RequestSequencer {
  public:
   // Called when the response area is full, to release slots whose responses have arrived. Returns
-  // how many it released.
+  // how many it released; the encoder calls it again while that is not 0 and there is still no
+  // room (what it released may lie behind the oldest slot still in flight).
   class Reclaimer {
    public:
     virtual ~Reclaimer() = default;

@@ -324,6 +324,26 @@ TEST_CASE("a full response area refuses requests without side effects", "[guest]
     CHECK(e->rsp_off == 0);
     seq.set_reclaimer(nullptr);
   }
+  SECTION("a reclaimer that first frees only a newer slot is asked again") {
+    // The second response came in first (the session looked while the host was writing): that
+    // frees no room in the ring until the oldest slot goes too.
+    struct NewerFirst : RequestSequencer::Reclaimer {
+      uint32_t oldest, newer;
+      int calls = 0;
+      size_t reclaim(ResponseSlotAllocator &s) override {
+        const uint32_t seqno = ++calls == 1 ? newer : oldest;
+        return s.release_if([&](const ResponseSlot &x) { return x.seqno == seqno; });
+      }
+    } reclaimer;
+    reclaimer.oldest = a->seqno;
+    reclaimer.newer = b->seqno;
+    seq.set_reclaimer(&reclaimer);
+    auto e = enc.query_info(RVGL_INFO_MEMORY);
+    REQUIRE(e);
+    CHECK(reclaimer.calls == 2);
+    CHECK(e->rsp_off == 0);
+    seq.set_reclaimer(nullptr);
+  }
 }
 
 TEST_CASE("slots of a buffer that was never submitted are given back", "[guest][encoder]") {
