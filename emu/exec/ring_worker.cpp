@@ -189,8 +189,8 @@ void RingWorker::run(Job &job) {
   switch (st) {
     case ExecStatus::Ok:
       if (job.user_fence_bo) {
-        const uint64_t v = job.seq;
-        job.user_fence_bo->backing()->write(job.user_fence_offset, &v, sizeof(v));
+        // amdgpu_ib_schedule(): the fence write follows the job's IBs, before its interrupt.
+        job.user_fence_bo->backing()->write_fence(job.user_fence_offset, job.seq);
       }
       finish(job, 0);
       return;

@@ -2,6 +2,8 @@
 // ioctl's), hand the job to its ring, return the sequence number.
 #include <amdgpu_drm.h>
 
+#include <unistd.h>
+
 #include <cerrno>
 #include <cstring>
 #include <vector>
@@ -19,6 +21,12 @@ namespace {
 // Not a kernel limit, a sanity bound on what one CS may ask the emulator to copy.
 constexpr uint32_t kMaxChunks = 4096;
 constexpr uint32_t kMaxChunkBytes = 1u << 22;
+
+// The kernel's PAGE_SIZE: the host's.
+uint64_t page_size() {
+  static const auto page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+  return page;
+}
 
 struct OutSyncobj {
   std::shared_ptr<Syncobj> syncobj;
@@ -91,8 +99,10 @@ int parse_chunk(DeviceFile &f, uint32_t id, const std::vector<uint8_t> &bytes, P
       drm_amdgpu_cs_chunk_fence fc;
       std::memcpy(&fc, bytes.data(), sizeof(fc));
       auto bo = f.bo(fc.handle);
-      // amdgpu_cs_p1_user_fence(): an existing, non-userptr object with room for 8 bytes.
-      if (!bo || bo->userptr() || uint64_t{fc.offset} + 8 > bo->size()) return -EINVAL;
+      // amdgpu_cs_p1_user_fence(): an existing, non-userptr object of exactly one page, with the
+      // 8 bytes inside it.
+      if (!bo || bo->userptr() || bo->size() != page_size() || uint64_t{fc.offset} + 8 > bo->size())
+        return -EINVAL;
       p.user_fence_bo = std::move(bo);
       p.user_fence_offset = fc.offset;
       return 0;

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 
@@ -29,6 +30,15 @@ bool Backing::write(uint64_t offset, const void *src, uint64_t len) {
     return true;
   }
   return copy_to_user(user_address() + offset, src, len) == 0;
+}
+
+bool Backing::write_fence(uint64_t offset, uint64_t value) {
+  uint8_t *v = view();
+  if (!v || offset % 8 || offset > size_ || 8 > size_ - offset)
+    return write(offset, &value, sizeof(value));
+  std::atomic_ref<uint64_t>(*reinterpret_cast<uint64_t *>(v + offset))
+      .store(value, std::memory_order_release);
+  return true;
 }
 
 std::shared_ptr<MemfdBacking> MemfdBacking::create(const char *name, uint64_t size) {

@@ -33,6 +33,8 @@ class Backing {
   // GPU-side accesses; false when the pages are gone (a userptr whose mapping was removed).
   bool read(uint64_t offset, void *dst, uint64_t len);
   bool write(uint64_t offset, const void *src, uint64_t len);
+  // A fence write (AMDGPU_FENCE_FLAG_64BIT): one 64-bit store, never seen torn by a CPU reader.
+  bool write_fence(uint64_t offset, uint64_t value);
 
   // Maps [offset, offset+len) for the CPU as mmap(2) would. MAP_FAILED with errno on failure.
   virtual void *cpu_map(void *addr, size_t len, int prot, int flags, uint64_t offset) = 0;

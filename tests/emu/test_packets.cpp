@@ -186,10 +186,21 @@ TEST_CASE("user fences, BO lists and GEM_WAIT_IDLE", "[packets]") {
   list.in.bo_info_ptr = reinterpret_cast<uintptr_t>(entries);
   REQUIRE(xioctl(e.fd.get(), DRM_IOCTL_AMDGPU_BO_LIST, &list) == 0);
   const uint32_t list_handle = list.out.list_handle;
-  drm_amdgpu_cs_chunk_fence uf{e.mem.handle, 4096};
+  // amdgpu_cs_p1_user_fence(): the fence object is exactly one page, the 8 bytes inside it.
+  GpuBuffer page;
+  REQUIRE(page.create(e.fd.get(), 4096, 0xc000000) == 0);
+  uint64_t seq = 0;
+  for (const drm_amdgpu_cs_chunk_fence bad :
+       {drm_amdgpu_cs_chunk_fence{e.mem.handle, 0}, drm_amdgpu_cs_chunk_fence{page.handle, 4089},
+        drm_amdgpu_cs_chunk_fence{999, 0}}) {
+    std::vector<drm_amdgpu_cs_chunk> c{
+        {AMDGPU_CHUNK_ID_FENCE, sizeof(bad) / 4, reinterpret_cast<uintptr_t>(&bad)}};
+    CHECK(submit(e.fd.get(), e.ctx, AMDGPU_HW_IP_DMA, 0, place_ib(e.ibs, 0, ib), ib.size() * 4,
+                 &seq, c, list_handle) == -EINVAL);
+  }
+  drm_amdgpu_cs_chunk_fence uf{page.handle, 4088};
   std::vector<drm_amdgpu_cs_chunk> chunks{
       {AMDGPU_CHUNK_ID_FENCE, sizeof(uf) / 4, reinterpret_cast<uintptr_t>(&uf)}};
-  uint64_t seq = 0;
   REQUIRE(submit(e.fd.get(), e.ctx, AMDGPU_HW_IP_DMA, 0, place_ib(e.ibs, 0, ib), ib.size() * 4,
                  &seq, chunks, list_handle) == 0);
   drm_amdgpu_gem_wait_idle w{};
@@ -204,7 +215,7 @@ TEST_CASE("user fences, BO lists and GEM_WAIT_IDLE", "[packets]") {
   CHECK(w.out.status == 0);
   CHECK(w.out.domain == AMDGPU_GEM_DOMAIN_GTT);
   uint64_t user_fence;
-  std::memcpy(&user_fence, e.mem.u8() + 4096, 8);
+  std::memcpy(&user_fence, page.u8() + 4088, 8);
   CHECK(user_fence == seq);
   // A BO_LIST handle and a BO_HANDLES chunk together are refused; so is an unknown list.
   drm_amdgpu_bo_list_in in{};
