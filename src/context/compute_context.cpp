@@ -150,6 +150,12 @@ int ComputeContext::create_fence(uint32_t ring_idx, uint64_t fence_id, bool merg
     if (q && q->kernel && q->kernel->last_submitted()) {
       src = q->kernel->timeline();
       point = q->kernel->last_submitted();
+      // Work the GPU already finished (its user fence, a memory read) is made known here, so
+      // the fence retires now rather than at the engine's wakeup, when the health owner would
+      // defer its look anyway (QueueWatch::reached_here); else the engine classifies first.
+      if (q->watch && q->kernel->timeline()->known_reached() < point &&
+          q->kernel->finished_point() >= point)
+        q->watch->reached_here(point, monotonic_ns());
     }
   } else if (ring_idx == RVGL_RING_EVENTS) {
     // Retires at once while the guest has unread records, else with the next record. The ring
@@ -194,8 +200,10 @@ void ComputeContext::report_delegated(QueueWatch &w, uint64_t id, int64_t now) {
   const uint64_t armed = engine_->delegated_point(id);
   // Not submitted yet (an idle ring's next point): it cannot have fired, and no query is spent.
   if (!armed || armed > w.queue().last_submitted()) return;
-  uint64_t reached;
-  if (w.queue().timeline()->query(&reached)) {
+  // The user fence answers for a job that ran to its end without an ioctl; a failed job's
+  // point is asked of the timeline.
+  uint64_t reached = w.queue().finished_point();
+  if (reached < armed && w.queue().timeline()->query(&reached)) {
     // Whether the point was reached is unknown, and its registration may be spent: the engine
     // watches it again with its own eventfd.
     engine_->delegated_lost(id);

@@ -48,6 +48,8 @@ int KernelQueue::create(std::shared_ptr<AmdgpuDevice> dev, uint32_t ip, uint32_t
   if (!q->timeline_) return err;
   if ((err = dev->ctx_create(kernel_priority(priority), &q->ctx_id_))) return err;
   q->has_ctx_ = true;
+  // Optional: without it a completion is only seen through the timeline.
+  q->user_fence_ = UserFence::create(dev, &err);
   *out = std::move(q);
   return 0;
 }
@@ -85,14 +87,21 @@ int KernelQueue::submit(std::span<const rvgl_ib> ibs, std::span<const TimelinePo
   // sequence number can only be waited on through the submitting file).
   drm_amdgpu_cs_chunk_syncobj signal{timeline_->handle(), 0, next};
 
-  drm_amdgpu_cs_chunk chunks[16];
-  if (ibs.size() + 2 > std::size(chunks)) return -EINVAL;
+  drm_amdgpu_cs_chunk_fence fence{};
+  if (user_fence_) fence = {user_fence_->handle(), UserFence::kOffset};
+
+  // A chunk per IB, then the waits, the signal and the user fence.
+  drm_amdgpu_cs_chunk chunk_inline[kInline + 3];
+  std::vector<drm_amdgpu_cs_chunk> chunk_heap;
+  drm_amdgpu_cs_chunk *chunks = chunk_inline;
+  if (ibs.size() > kInline) chunks = (chunk_heap.resize(ibs.size() + 3), chunk_heap.data());
   size_t n = 0;
   for (size_t i = 0; i < ibs.size(); ++i)
     chunks[n++] = chunk(AMDGPU_CHUNK_ID_IB, &ib_data[i], 1);
   if (!waits.empty())
     chunks[n++] = chunk(AMDGPU_CHUNK_ID_SYNCOBJ_TIMELINE_WAIT, wait_data, waits.size());
   chunks[n++] = chunk(AMDGPU_CHUNK_ID_SYNCOBJ_TIMELINE_SIGNAL, &signal, 1);
+  if (user_fence_) chunks[n++] = chunk(AMDGPU_CHUNK_ID_FENCE, &fence, 1);
 
   uint64_t handle;
   if (int err = dev_->cs_submit(ctx_id_, bo_list, {chunks, n}, &handle)) return err;
@@ -103,6 +112,17 @@ int KernelQueue::submit(std::span<const rvgl_ib> ibs, std::span<const TimelinePo
   }
   last_seq_.store(next, std::memory_order_release);
   *seq = next;
+  return 0;
+}
+
+uint64_t KernelQueue::finished_point() const {
+  if (!user_fence_) return 0;
+  const uint64_t written = user_fence_->read();
+  if (!written) return 0;
+  std::lock_guard lk(recent_mu_);
+  // Newest first: at a fence the newest submission is usually the one done.
+  for (auto it = recent_.rbegin(); it != recent_.rend(); ++it)
+    if (it->second <= written) return it->first;
   return 0;
 }
 

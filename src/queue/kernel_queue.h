@@ -18,6 +18,7 @@
 #include "amdgpu/amdgpu_device.h"
 #include "queue/sync_timeline.h"
 #include "queue/queue_status.h"
+#include "queue/user_fence.h"
 #include "rocm_virgl_protocol.h"
 
 namespace rvgl {
@@ -43,6 +44,10 @@ class KernelQueue {
   const std::shared_ptr<SyncTimeline> &timeline() const { return timeline_; }
   uint64_t last_submitted() const { return last_seq_.load(std::memory_order_acquire); }
   uint32_t ip() const { return ip_; }
+  // The newest recorded submission whose job the GPU has finished, read from the queue's user
+  // fence page (no ioctl; user_fence.h); 0 when none is known. Only a job that ran to its end
+  // shows here: a failed one may not, and its timeline point still signals.
+  uint64_t finished_point() const;
 
   // ---- what the kernel says (the health owner's observation; any thread, ioctls) ----
   // AMDGPU_CTX_QUERY2_FLAGS_* of the queue's kernel context.
@@ -76,7 +81,8 @@ class KernelQueue {
   uint32_t ctx_id_ = 0;
   bool has_ctx_ = false;
   std::shared_ptr<SyncTimeline> timeline_;
-  std::atomic<uint64_t> last_seq_{0};  // written by the VMM thread only
+  std::unique_ptr<UserFence> user_fence_;  // null when the kernel would not give one
+  std::atomic<uint64_t> last_seq_{0};      // written by the VMM thread only
 
   mutable std::mutex recent_mu_;  // recent_: written on submit, read by the health owner
   // Kernel fences of recent submissions, to tell which one failed.

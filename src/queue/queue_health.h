@@ -61,7 +61,8 @@ class QueueHealth final : public CompletionEngine::Watch {
   // Engine thread: queue `handle` (its watch) reached `point`, which its timeline may not know
   // yet (the check looks at the job of the newer of the two).
   void completed(uint32_t handle, uint64_t point, int64_t now_ns);
-  // VMM thread (poll mode: the kernel woke it, not the engine): queue `handle` reached `point`.
+  // VMM thread (poll mode: the kernel woke it, not the engine; or create_fence found the job
+  // done in the user fence): queue `handle` reached `point`.
   // When a check of it now would be deferred anyway (the interval since the last check has not
   // passed, and no check is under way), the completion is marked for the deferred check, as
   // completed() would, and true says the caller may make the point known; otherwise nothing is

@@ -29,7 +29,8 @@ class QueueWatch final : public CompletionEngine::Watch {
 
   uint64_t arm_point() override;
   void reached(uint64_t point) override;
-  // Poll mode, on the VMM's thread the kernel woke in place of the engine: the queue reached
+  // On the VMM's thread, which learnt of the completion first (poll mode: the kernel woke it in
+  // place of the engine; create_fence: the user fence shows the job done): the queue reached
   // `point`. True when the health owner would defer its look (the completion is marked for it)
   // and the point is now known; false when the engine must classify first.
   bool reached_here(uint64_t point, int64_t now_ns);

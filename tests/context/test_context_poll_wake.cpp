@@ -113,7 +113,12 @@ TEST_CASE("poll mode: a failed timeline query leaves the completion to the engin
   ContextHarness h(test_config(), /*async=*/false);
   h.create_shmem();
   OneQueue one(h);
+  // A queue without a user fence page (the kernel refused the object: the queue works without
+  // one), so the VMM's thread must ask the timeline about each delegated point.
+  rvgl_emu_reset_fault_injection();
+  REQUIRE(rvgl_emu_set_knob("RVGL_EMU_FAIL", "GEM_CREATE:1:ENOMEM") == 0);
   one.create();
+  rvgl_emu_reset_fault_injection();
   const CompletionEngine &engine = h.ctx().completion_engine();
   for (uint32_t i = 0; i < 8; ++i) {
     // The VMM thread's query is the only SYNCOBJ_QUERY of this run (the engine's checks use
@@ -125,4 +130,18 @@ TEST_CASE("poll mode: a failed timeline query leaves the completion to the engin
     if (engine.uses_eventfd()) CHECK(engine.registrations().own == own_before + 1);
   }
   rvgl_emu_reset_fault_injection();
+}
+
+TEST_CASE("poll mode: the user fence answers for a finished job without asking the timeline",
+          "[context][poll-wake]") {
+  ContextHarness h(test_config(), /*async=*/false);
+  if (!h.ctx().completion_engine().uses_eventfd()) return;  // nothing is delegated
+  // Every timeline query fails: a completion the VMM's thread had to ask about would go back to
+  // the engine's own eventfd (one registration each). The user fence makes none of them.
+  rvgl_emu_reset_fault_injection();
+  REQUIRE(rvgl_emu_set_knob("RVGL_EMU_FAIL", "SYNCOBJ_QUERY:1+:EIO") == 0);
+  const auto made = run_one_at_a_time(h);
+  rvgl_emu_reset_fault_injection();
+  CHECK(made.direct == kJobs);
+  CHECK(made.own == 0);
 }

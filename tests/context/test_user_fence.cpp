@@ -1,0 +1,80 @@
+// A kernel queue's user fence page (queue/user_fence.h): the GPU writes a job's sequence number
+// there once the job ran to its end, so finished_point() tells without an ioctl which point is
+// done; a job that failed never writes it, and a queue without the page still works.
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <cstring>
+#include <thread>
+
+#include "../tools/common/amd_packets.h"
+#include "amdgpu/amdgpu_device.h"
+#include "amdgpu/render_node.h"
+#include "queue/kernel_queue.h"
+#include "rvgl_emu.h"
+#include "support/device_bo.h"
+#include "support/scoped_knob.h"
+
+using namespace rvgl;
+namespace pk = rvgl::packets;
+
+namespace {
+
+constexpr uint64_t kIbVa = 1ull << 32;
+constexpr uint64_t kUnmappedVa = 3ull << 32;
+
+// Waits (bounded) until the queue's timeline reached `seq`, with or without an error.
+void wait_signalled(const KernelQueue &q, uint64_t seq) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  uint64_t reached = 0;
+  while (q.timeline()->query(&reached) == 0 && reached < seq &&
+         std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  REQUIRE(reached == seq);
+}
+
+}  // namespace
+
+TEST_CASE("a kernel queue's user fence shows the jobs that ran to their end", "[user-fence]") {
+  int err = 0;
+  auto dev = AmdgpuDevice::open(choose_render_node(""), &err);
+  REQUIRE(dev);
+  test::DeviceBo ibs{*dev, 4096, AMDGPU_GEM_DOMAIN_GTT, kIbVa};
+  std::vector<uint32_t> nop, fault;
+  pk::pm4_nop(nop, 6);
+  pk::pm4_write_data(fault, kUnmappedVa, {1});
+  std::memcpy(ibs.cpu, nop.data(), nop.size() * 4);
+  std::memcpy(ibs.ptr<uint8_t>() + 1024, fault.data(), fault.size() * 4);
+  const rvgl_ib nop_ib{kIbVa, static_cast<uint32_t>(nop.size() * 4), 0};
+  const rvgl_ib fault_ib{kIbVa + 1024, static_cast<uint32_t>(fault.size() * 4), 0};
+  // The fault stops the job (amdgpu.vm_fault_stop=2): it fails and never reaches its fence.
+  test::ScopedKnob stop("RVGL_EMU_VM_FAULT_STOP", "2");
+  REQUIRE(stop.ok());
+
+  std::unique_ptr<KernelQueue> q;
+  REQUIRE(KernelQueue::create(dev, RVGL_IP_COMPUTE, RVGL_PRIORITY_NORMAL, &q) == 0);
+  CHECK(q->finished_point() == 0);
+  uint64_t seq = 0;
+  for (int i = 0; i < 3; ++i)
+    REQUIRE(q->submit({&nop_ib, 1}, {}, 0, &seq) == 0);
+  wait_signalled(*q, 3);
+  CHECK(q->finished_point() == 3);
+  REQUIRE(q->submit({&fault_ib, 1}, {}, 0, &seq) == 0);
+  wait_signalled(*q, 4);
+  CHECK(q->job_error(4) != 0);
+  CHECK(q->finished_point() == 3);
+
+  SECTION("a queue whose page the kernel refused submits as before and knows nothing") {
+    rvgl_emu_reset_fault_injection();
+    REQUIRE(rvgl_emu_set_knob("RVGL_EMU_FAIL", "GEM_CREATE:1:ENOMEM") == 0);
+    std::unique_ptr<KernelQueue> bare;
+    const int r = KernelQueue::create(dev, RVGL_IP_COMPUTE, RVGL_PRIORITY_NORMAL, &bare);
+    rvgl_emu_reset_fault_injection();
+    REQUIRE(r == 0);
+    REQUIRE(bare->submit({&nop_ib, 1}, {}, 0, &seq) == 0);
+    wait_signalled(*bare, 1);
+    CHECK(bare->job_error(1) == 0);
+    CHECK(bare->finished_point() == 0);
+  }
+  dev->gem_close(ibs.handle);
+}
