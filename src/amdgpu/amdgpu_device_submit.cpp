@@ -1,6 +1,7 @@
 #include <xf86drm.h>
 
 #include <cerrno>
+#include <vector>
 
 #include "amdgpu/amdgpu_device.h"
 
@@ -42,9 +43,12 @@ int AmdgpuDevice::ctx_query_reset(uint32_t ctx_id, bool *reset) {
 
 int AmdgpuDevice::cs_submit(uint32_t ctx_id, uint32_t bo_list,
                             std::span<const drm_amdgpu_cs_chunk> chunks, uint64_t *handle) {
-  // The kernel reads an array of pointers to chunks.
-  uint64_t ptrs[16];
-  if (chunks.size() > std::size(ptrs)) return -EINVAL;
+  // The kernel reads an array of pointers to chunks (one chunk per IB: it grows with them).
+  uint64_t ptrs_inline[16];
+  std::vector<uint64_t> ptrs_heap;
+  uint64_t *ptrs = ptrs_inline;
+  if (chunks.size() > std::size(ptrs_inline))
+    ptrs = (ptrs_heap.resize(chunks.size()), ptrs_heap.data());
   for (size_t i = 0; i < chunks.size(); ++i)
     ptrs[i] = reinterpret_cast<uintptr_t>(&chunks[i]);
   drm_amdgpu_cs args{};

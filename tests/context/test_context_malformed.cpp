@@ -149,6 +149,8 @@ TEST_CASE("malformed QUEUE_CREATE / SUBMIT / QUEUE_STATE / QUERY_INFO", "[contex
   CHECK(sub(queue, {good}, {{999, 0, 1}}) == -ENOENT);
   CHECK(sub(queue, {good}, {{queue, 0, 5}}) == -EINVAL);  // seq never submitted
   CHECK(sub(queue, std::vector<rvgl_ib>(h.capset().max_ibs_per_submit + 1, good)) == -EINVAL);
+  // The advertised maximum itself is one CS (its chunk array grows with the IB count).
+  CHECK(sub(queue, std::vector<rvgl_ib>(h.capset().max_ibs_per_submit, good)) == 0);
 
   // Counts that promise more array entries than the request carries.
   rvgl_req_submit liar{};
