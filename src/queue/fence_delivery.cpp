@@ -9,9 +9,9 @@ namespace rvgl {
 
 namespace {
 
-// Set while this thread runs delivery callbacks: a VMM that creates a fence from inside its fence
-// callback gets it delivered by the loop already running, not by a nested one (which would
-// deadlock on deliver_mu_).
+// Set while this thread runs delivery callbacks: stop() from inside a callback does not wait for
+// the delivery it is part of (which would deadlock on deliver_mu_). A fence created from inside a
+// callback finds the delivery running and is left to its loop, as any other thread's is.
 thread_local const FenceDelivery *t_delivering = nullptr;
 
 static_assert(RVGL_RING_COUNT <= 64, "busy_rings_ has a bit per ring");
@@ -91,28 +91,33 @@ void FenceDelivery::progress() {
     if (any) signal_poll_fd();
     return;
   }
-  if (t_delivering == this) {
+  {
+    // One thread delivers at a time; another that finds it busy leaves its fences to it rather
+    // than waiting: the deliverer collects again after its callbacks and stops only when a
+    // collect under mu_ finds nothing, so what was added before that collect goes with it and
+    // what comes after finds no deliverer and delivers itself. Neither the VMM's thread
+    // (create_fence) nor the engine's ever sleeps on the other's callbacks.
     std::lock_guard lk(mu_);
-    again_ = true;  // the loop below, running further up this thread's stack, picks it up
-    return;
+    if (stopped_) return;
+    if (delivering_) return;
+    delivering_ = true;
   }
-  std::lock_guard serial(deliver_mu_);
+  std::lock_guard serial(deliver_mu_);  // uncontended but for stop(), which waits a batch out
   t_delivering = this;
   std::vector<Done> done;
   for (;;) {
     done.clear();
     {
       std::lock_guard lk(mu_);
-      again_ = false;
-      if (stopped_) break;
-      collect_locked(&done);
+      if (!stopped_) collect_locked(&done);
       delivered_ += done.size();
+      if (done.empty()) {
+        delivering_ = false;
+        break;
+      }
     }
-    if (done.empty()) break;
     for (const auto &d : done)
       cb_(d.ring, d.fence_id);
-    std::lock_guard lk(mu_);
-    if (!again_) break;
   }
   t_delivering = nullptr;
 }

@@ -97,7 +97,7 @@ class FenceDelivery {
   std::deque<Done> ready_;   // poll mode: waiting for poll()
   uint64_t delivered_ = 0;
   bool stopped_ = false;
-  bool again_ = false;  // progress asked for while a delivery was running
+  bool delivering_ = false;  // async: a thread is in progress()'s delivery loop
 
   std::mutex deliver_mu_;
 };
