@@ -153,7 +153,9 @@ int ComputeContext::create_fence(uint32_t ring_idx, uint64_t fence_id, bool merg
       // Work the GPU already finished (its user fence, a memory read) is made known here, so
       // the fence retires now rather than at the engine's wakeup, when the health owner would
       // defer its look anyway (QueueWatch::reached_here); else the engine classifies first.
-      if (q->watch && q->kernel->timeline()->known_reached() < point &&
+      // Not where the kernel wakes the VMM's thread itself for the point (poll mode with
+      // delegated points): there it would only add a second wake (poll() takes it then).
+      if (q->watch && !delegates_points() && q->kernel->timeline()->known_reached() < point &&
           q->kernel->finished_point() >= point)
         q->watch->reached_here(point, monotonic_ns());
     }
@@ -180,8 +182,7 @@ int ComputeContext::create_fence(uint32_t ring_idx, uint64_t fence_id, bool merg
 void ComputeContext::poll() {
   delivery_->drain_poll_fd();
   fired_.clear();
-  // Only a poll-mode context on an engine with eventfds has points delegated to this thread.
-  if (delivery_->direct_wake_fd() >= 0 && engine_->uses_eventfd()) {
+  if (delegates_points()) {
     const int64_t now = monotonic_ns();
     queues_.for_each([&](uint32_t, Queue &q) {
       if (q.watch) report_delegated(*q.watch, q.watch_id, now);

@@ -63,9 +63,9 @@ struct OneQueue {
 
 // kJobs jobs on one queue, each waited for before the next; the registrations made meanwhile.
 CompletionEngine::Registrations run_one_at_a_time(ContextHarness &h) {
-  // Each job takes 20 ms, so its fence is created before it completes. A job the GPU finished
-  // first is delivered inside create_fence (its user fence), and the engine may then cover two
-  // points with one registration: fewer than one per completion, by timing.
+  // Each job takes 20 ms, so its fence is created before it completes. With async callbacks a
+  // job the GPU finished first is delivered inside create_fence (its user fence), and the engine
+  // may then cover two points with one registration: fewer than one per completion, by timing.
   ScopedKnob slow("RVGL_EMU_JOB_LATENCY_US", "20000");
   REQUIRE(slow.ok());
   h.create_shmem();
@@ -143,10 +143,7 @@ TEST_CASE("poll mode: the user fence answers for a finished job without asking t
   ContextHarness h(test_config(), /*async=*/false);
   if (!h.ctx().completion_engine().uses_eventfd()) return;  // nothing is delegated
   // Every timeline query fails: a completion the VMM's thread had to ask about would go back to
-  // the engine's own eventfd (one registration each). The user fence makes none of them. (The
-  // jobs are slow, so no fence is delivered inside create_fence: that would leave the kernel's
-  // registration for its point to wake poll() once more while the next job runs, and that look,
-  // at a job the page does not show yet, asks the timeline.)
+  // the engine's own eventfd (one registration each). The user fence makes none of them.
   rvgl_emu_reset_fault_injection();
   REQUIRE(rvgl_emu_set_knob("RVGL_EMU_FAIL", "SYNCOBJ_QUERY:1+:EIO") == 0);
   const auto made = run_one_at_a_time(h);
