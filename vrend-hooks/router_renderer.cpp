@@ -146,6 +146,9 @@ void Router::cleanup(void *cookie) {
   initialized_ = false;
   wrap_global_fences_ = false;
   vmm_ = VmmCallbacks();
+  // The configuration was this renderer's: until the next init, the environment says again
+  // which capset is ours (a capset query between two renderers must not answer for the old id).
+  cfg_.reset();
 }
 
 void Router::reset() {

@@ -67,18 +67,26 @@ TEST_CASE("capset ROCM is ours and describes the device", "[hooks][rocm]") {
 }
 
 TEST_CASE("the capset id is configurable", "[hooks][rocm]") {
-  ScopedEnv id("RVGL_CAPSET_ID", "9");
-  Renderer r(rocm_options(false));
-  REQUIRE(r.result() == 0);
   uint32_t ver = 0, size = 0;
+  {
+    ScopedEnv id("RVGL_CAPSET_ID", "9");
+    Renderer r(rocm_options(false));
+    REQUIRE(r.result() == 0);
+    virgl_renderer_get_cap_set(9, &ver, &size);
+    CHECK((ver == 1 && size == sizeof(rvgl_capset)));
+    virgl_renderer_get_cap_set(8, &ver, &size);  // 8 is now nobody's: the real library's answer
+    CHECK((ver == 0 && size == 0));
+    RocmGuest g(1, 1);
+    REQUIRE_NOTHROW(g.start(9));
+    CHECK(virgl_renderer_context_create_with_flags(2, 8, 0, "") == EINVAL);
+    virgl_renderer_context_destroy(1);
+  }
+  // The renderer and its environment are gone: 9 is nobody's again, before any new init (the
+  // configuration is read anew, not kept from the last renderer).
+  ver = 0xdead;
+  size = 0xdead;
   virgl_renderer_get_cap_set(9, &ver, &size);
-  CHECK((ver == 1 && size == sizeof(rvgl_capset)));
-  virgl_renderer_get_cap_set(8, &ver, &size);  // 8 is now nobody's: the real library's answer
   CHECK((ver == 0 && size == 0));
-  RocmGuest g(1, 1);
-  REQUIRE_NOTHROW(g.start(9));
-  CHECK(virgl_renderer_context_create_with_flags(2, 8, 0, "") == EINVAL);
-  virgl_renderer_context_destroy(1);
 }
 
 TEST_CASE("a ROCM context's full flow through the public API", "[hooks][rocm]") {
