@@ -1,9 +1,9 @@
 #include <xf86drm.h>
 
 #include <cerrno>
-#include <vector>
 
 #include "amdgpu/amdgpu_device.h"
+#include "util/small_buffer.h"
 
 namespace rvgl {
 
@@ -44,18 +44,14 @@ int AmdgpuDevice::ctx_query_reset(uint32_t ctx_id, bool *reset) {
 int AmdgpuDevice::cs_submit(uint32_t ctx_id, uint32_t bo_list,
                             std::span<const drm_amdgpu_cs_chunk> chunks, uint64_t *handle) {
   // The kernel reads an array of pointers to chunks (one chunk per IB: it grows with them).
-  uint64_t ptrs_inline[16];
-  std::vector<uint64_t> ptrs_heap;
-  uint64_t *ptrs = ptrs_inline;
-  if (chunks.size() > std::size(ptrs_inline))
-    ptrs = (ptrs_heap.resize(chunks.size()), ptrs_heap.data());
+  SmallBuffer<uint64_t, 16> ptrs(chunks.size());
   for (size_t i = 0; i < chunks.size(); ++i)
     ptrs[i] = reinterpret_cast<uintptr_t>(&chunks[i]);
   drm_amdgpu_cs args{};
   args.in.ctx_id = ctx_id;
   args.in.bo_list_handle = bo_list;
   args.in.num_chunks = static_cast<uint32_t>(chunks.size());
-  args.in.chunks = reinterpret_cast<uintptr_t>(ptrs);
+  args.in.chunks = reinterpret_cast<uintptr_t>(ptrs.data());
   int r = ioctl(DRM_IOCTL_AMDGPU_CS, &args);
   if (r == 0) *handle = args.out.handle;
   return r;

@@ -147,13 +147,13 @@ class ComputeContext {
   // Drops draining watches no fence waits for any more (VMM thread).
   void collect_drained();
   void unwatch_queue(Queue &q);
-  // Poll mode: if the kernel signalled the poll fd for the point the engine registered for this
-  // watch, takes that point (the watch's own path when health would defer) into fired_.
   // Only a poll-mode context on an engine with eventfds has points delegated to the VMM's thread
   // (the kernel signals its poll fd for them in place of the engine's eventfd).
   bool delegates_points() const {
     return delivery_->direct_wake_fd() >= 0 && engine_->uses_eventfd();
   }
+  // Poll mode: if the kernel signalled the poll fd for the point the engine registered for this
+  // watch, takes that point (the watch's own path when health would defer) into fired_.
   void report_delegated(QueueWatch &w, uint64_t id, int64_t now_ns);
 
   uint32_t ctx_id_;

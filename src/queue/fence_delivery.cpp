@@ -98,8 +98,7 @@ void FenceDelivery::progress() {
     // what comes after finds no deliverer and delivers itself. Neither the VMM's thread
     // (create_fence) nor the engine's ever sleeps on the other's callbacks.
     std::lock_guard lk(mu_);
-    if (stopped_) return;
-    if (delivering_) return;
+    if (stopped_ || delivering_) return;
     delivering_ = true;
   }
   std::lock_guard serial(deliver_mu_);  // uncontended but for stop(), which waits a batch out

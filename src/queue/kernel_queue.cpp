@@ -1,7 +1,8 @@
 #include "queue/kernel_queue.h"
 
 #include <cerrno>
-#include <vector>
+
+#include "util/small_buffer.h"
 
 namespace rvgl {
 
@@ -66,14 +67,8 @@ int KernelQueue::submit(std::span<const rvgl_ib> ibs, std::span<const TimelinePo
   const uint32_t ip = hw_ip();
   // One CS, built on the stack for the common shape (a few IBs and waits).
   constexpr size_t kInline = 8;
-  drm_amdgpu_cs_chunk_ib ib_inline[kInline];
-  drm_amdgpu_cs_chunk_syncobj wait_inline[kInline];
-  std::vector<drm_amdgpu_cs_chunk_ib> ib_heap;
-  std::vector<drm_amdgpu_cs_chunk_syncobj> wait_heap;
-  drm_amdgpu_cs_chunk_ib *ib_data = ib_inline;
-  drm_amdgpu_cs_chunk_syncobj *wait_data = wait_inline;
-  if (ibs.size() > kInline) ib_data = (ib_heap.resize(ibs.size()), ib_heap.data());
-  if (waits.size() > kInline) wait_data = (wait_heap.resize(waits.size()), wait_heap.data());
+  SmallBuffer<drm_amdgpu_cs_chunk_ib, kInline> ib_data(ibs.size());
+  SmallBuffer<drm_amdgpu_cs_chunk_syncobj, kInline> wait_data(waits.size());
   for (size_t i = 0; i < ibs.size(); ++i) {
     ib_data[i] = {};
     ib_data[i].va_start = ibs[i].va;
@@ -91,20 +86,17 @@ int KernelQueue::submit(std::span<const rvgl_ib> ibs, std::span<const TimelinePo
   if (user_fence_) fence = {user_fence_->handle(), UserFence::kOffset};
 
   // A chunk per IB, then the waits, the signal and the user fence.
-  drm_amdgpu_cs_chunk chunk_inline[kInline + 3];
-  std::vector<drm_amdgpu_cs_chunk> chunk_heap;
-  drm_amdgpu_cs_chunk *chunks = chunk_inline;
-  if (ibs.size() > kInline) chunks = (chunk_heap.resize(ibs.size() + 3), chunk_heap.data());
+  SmallBuffer<drm_amdgpu_cs_chunk, kInline + 3> chunks(ibs.size() + 3);
   size_t n = 0;
   for (size_t i = 0; i < ibs.size(); ++i)
     chunks[n++] = chunk(AMDGPU_CHUNK_ID_IB, &ib_data[i], 1);
   if (!waits.empty())
-    chunks[n++] = chunk(AMDGPU_CHUNK_ID_SYNCOBJ_TIMELINE_WAIT, wait_data, waits.size());
+    chunks[n++] = chunk(AMDGPU_CHUNK_ID_SYNCOBJ_TIMELINE_WAIT, wait_data.data(), waits.size());
   chunks[n++] = chunk(AMDGPU_CHUNK_ID_SYNCOBJ_TIMELINE_SIGNAL, &signal, 1);
   if (user_fence_) chunks[n++] = chunk(AMDGPU_CHUNK_ID_FENCE, &fence, 1);
 
   uint64_t handle;
-  if (int err = dev_->cs_submit(ctx_id_, bo_list, {chunks, n}, &handle)) return err;
+  if (int err = dev_->cs_submit(ctx_id_, bo_list, {chunks.data(), n}, &handle)) return err;
   {
     std::lock_guard lk(recent_mu_);
     recent_.emplace_back(next, handle);

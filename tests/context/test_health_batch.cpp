@@ -5,9 +5,6 @@
 // is asked once, whichever check first looks at it.
 #include <catch2/catch.hpp>
 
-#include <chrono>
-#include <thread>
-
 #include "../tools/common/amd_packets.h"
 #include "amdgpu/amdgpu_device.h"
 #include "amdgpu/render_node.h"
@@ -16,6 +13,7 @@
 #include "queue/queue_health.h"
 #include "rvgl_emu.h"
 #include "support/device_bo.h"
+#include "support/queue_wait.h"
 #include "support/scoped_knob.h"
 #include "util/monotonic_clock.h"
 
@@ -61,12 +59,7 @@ struct Rig {
     for (int i = 0; i < jobs; ++i)
       REQUIRE(q->submit({&ib, 1}, {}, 0, &seq) == 0);
     // Done (signalled, with or without an error) before the check looks.
-    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-    uint64_t reached = 0;
-    while (q->timeline()->query(&reached) == 0 && reached < seq &&
-           std::chrono::steady_clock::now() < until)
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    REQUIRE(reached == seq);
+    test::wait_signalled(*q, seq);
     return q;
   }
 };

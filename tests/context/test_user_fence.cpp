@@ -3,9 +3,7 @@
 // done; a job that failed never writes it, and a queue without the page still works.
 #include <catch2/catch.hpp>
 
-#include <chrono>
 #include <cstring>
-#include <thread>
 
 #include "../tools/common/amd_packets.h"
 #include "amdgpu/amdgpu_device.h"
@@ -13,6 +11,7 @@
 #include "queue/kernel_queue.h"
 #include "rvgl_emu.h"
 #include "support/device_bo.h"
+#include "support/queue_wait.h"
 #include "support/scoped_knob.h"
 
 using namespace rvgl;
@@ -22,16 +21,6 @@ namespace {
 
 constexpr uint64_t kIbVa = 1ull << 32;
 constexpr uint64_t kUnmappedVa = 3ull << 32;
-
-// Waits (bounded) until the queue's timeline reached `seq`, with or without an error.
-void wait_signalled(const KernelQueue &q, uint64_t seq) {
-  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  uint64_t reached = 0;
-  while (q.timeline()->query(&reached) == 0 && reached < seq &&
-         std::chrono::steady_clock::now() < until)
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  REQUIRE(reached == seq);
-}
 
 }  // namespace
 
@@ -57,10 +46,10 @@ TEST_CASE("a kernel queue's user fence shows the jobs that ran to their end", "[
   uint64_t seq = 0;
   for (int i = 0; i < 3; ++i)
     REQUIRE(q->submit({&nop_ib, 1}, {}, 0, &seq) == 0);
-  wait_signalled(*q, 3);
+  test::wait_signalled(*q, 3);
   CHECK(q->finished_point() == 3);
   REQUIRE(q->submit({&fault_ib, 1}, {}, 0, &seq) == 0);
-  wait_signalled(*q, 4);
+  test::wait_signalled(*q, 4);
   CHECK(q->job_error(4) != 0);
   CHECK(q->finished_point() == 3);
 
@@ -72,7 +61,7 @@ TEST_CASE("a kernel queue's user fence shows the jobs that ran to their end", "[
     rvgl_emu_reset_fault_injection();
     REQUIRE(r == 0);
     REQUIRE(bare->submit({&nop_ib, 1}, {}, 0, &seq) == 0);
-    wait_signalled(*bare, 1);
+    test::wait_signalled(*bare, 1);
     CHECK(bare->job_error(1) == 0);
     CHECK(bare->finished_point() == 0);
   }
