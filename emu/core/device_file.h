@@ -44,7 +44,7 @@ class DeviceFile final : public OpenFile {
   std::unordered_map<const Backing *, uint32_t> foreign_imports;
   HandleTable<std::shared_ptr<Context>> contexts;
   HandleTable<std::shared_ptr<Syncobj>> syncobjs;
-  HandleTable<std::vector<std::shared_ptr<BufferObject>>> bo_lists;
+  HandleTable<BoList> bo_lists;
   HandleTable<std::shared_ptr<UserQueue>> userqs;
   // Eventfds verified by SYNCOBJ_EVENTFD, by the caller's fd number (drm_syncobj_ioctls.cpp).
   std::unordered_map<int, std::shared_ptr<UniqueFd>> known_eventfds;

@@ -38,7 +38,7 @@ struct Job {
   // The user fence (CS FENCE chunk): seq is written here when the job completes.
   std::shared_ptr<BufferObject> user_fence_bo;
   uint64_t user_fence_offset = 0;
-  std::vector<std::shared_ptr<BufferObject>> bos;  // BO list, alive until the job is done
+  BoList bos;  // alive until the job is done (null: none)
 };
 
 }  // namespace rvgl::emu

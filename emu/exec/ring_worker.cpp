@@ -115,7 +115,7 @@ void RingWorker::finish(Job &job, int error) {
   else
     counters().jobs_completed.fetch_add(1, std::memory_order_relaxed);
   // References go before the signal: a waiter that then frees the objects sees them gone.
-  job.bos.clear();
+  job.bos.reset();
   job.user_fence_bo.reset();
   job.vm.reset();
   job.ctx.reset();

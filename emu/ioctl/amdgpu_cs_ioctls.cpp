@@ -42,7 +42,7 @@ struct Parsed {
   std::shared_ptr<BufferObject> user_fence_bo;
   uint64_t user_fence_offset = 0;
   bool have_bo_handles = false;
-  std::vector<std::shared_ptr<BufferObject>> bos;
+  BoList bos;
 };
 
 template <typename T>
@@ -137,7 +137,10 @@ int parse_chunk(DeviceFile &f, uint32_t id, const std::vector<uint8_t> &bytes, P
       drm_amdgpu_bo_list_in in;
       std::memcpy(&in, bytes.data(), sizeof(in));
       p.have_bo_handles = true;
-      return read_bo_list(f, in.bo_info_ptr, in.bo_number, in.bo_info_size, p.bos);
+      std::vector<std::shared_ptr<BufferObject>> list;
+      if (int r = read_bo_list(f, in.bo_info_ptr, in.bo_number, in.bo_info_size, list)) return r;
+      p.bos = std::make_shared<const BoList::element_type>(std::move(list));
+      return 0;
     }
     case 0x0a:  // AMDGPU_CHUNK_ID_CP_GFX_SHADOW: shadow buffers have no effect here
       return 0;
@@ -207,11 +210,13 @@ int amdgpu_ioctl_cs(DeviceFile &f, void *data) {
     // dma_resv_add_fence(): a fence replaces one of its own timeline (which it follows) and any
     // that has signalled, so an object holds one fence per timeline, not one per job.
     const uint64_t timeline = job->fence->context();
-    for (const auto &bo : p.bos) {
-      std::erase_if(bo->fences, [timeline](const auto &fence) {
-        return fence->context() == timeline || fence->is_signaled_locked();
-      });
-      bo->fences.push_back(job->fence);
+    if (p.bos) {
+      for (const auto &bo : *p.bos) {
+        std::erase_if(bo->fences, [timeline](const auto &fence) {
+          return fence->context() == timeline || fence->is_signaled_locked();
+        });
+        bo->fences.push_back(job->fence);
+      }
     }
   }
   job->bos = std::move(p.bos);

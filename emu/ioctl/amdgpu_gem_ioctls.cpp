@@ -247,7 +247,8 @@ int amdgpu_ioctl_bo_list(DeviceFile &f, void *data) {
       std::vector<std::shared_ptr<BufferObject>> list;
       if (int r = read_bo_list(f, in.bo_info_ptr, in.bo_number, in.bo_info_size, list)) return r;
       std::memset(a, 0, sizeof(*a));
-      a->out.list_handle = f.bo_lists.insert(std::move(list));
+      a->out.list_handle =
+          f.bo_lists.insert(std::make_shared<const BoList::element_type>(std::move(list)));
       return 0;
     }
     case AMDGPU_BO_LIST_OP_DESTROY:
@@ -259,7 +260,7 @@ int amdgpu_ioctl_bo_list(DeviceFile &f, void *data) {
       if (!list) return -ENOENT;
       std::vector<std::shared_ptr<BufferObject>> next;
       if (int r = read_bo_list(f, in.bo_info_ptr, in.bo_number, in.bo_info_size, next)) return r;
-      *list = std::move(next);
+      *list = std::make_shared<const BoList::element_type>(std::move(next));
       std::memset(a, 0, sizeof(*a));
       a->out.list_handle = in.list_handle;
       return 0;

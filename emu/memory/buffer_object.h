@@ -73,4 +73,9 @@ class BufferObject {
   uint64_t mmap_offset_ = 0;
 };
 
+// A BO list object (AMDGPU_BO_LIST, or a CS's BO_HANDLES chunk): immutable once made and
+// shared by reference, as the kernel's refcounted struct amdgpu_bo_list is (amdgpu_bo_list_get()
+// in a CS takes a reference; OP_UPDATE swaps in a new list, amdgpu_bo_list_ioctl()).
+using BoList = std::shared_ptr<const std::vector<std::shared_ptr<BufferObject>>>;
+
 }  // namespace rvgl::emu

@@ -21,8 +21,8 @@ uint64_t Fence::new_context() {
 
 std::shared_ptr<Fence> Fence::signaled(int error) {
   auto f = std::make_shared<Fence>();
-  f->signaled_ = true;
   f->error_ = error;
+  f->signaled_.store(true, std::memory_order_release);
   return f;
 }
 
@@ -54,9 +54,9 @@ void Fence::signal(int error) {
   std::vector<std::function<void()>> cbs;
   {
     std::lock_guard lk(FenceDomain::mutex());
-    if (signaled_) return;
-    signaled_ = true;
+    if (signaled_.load(std::memory_order_relaxed)) return;
     error_ = error;
+    signaled_.store(true, std::memory_order_release);
     cbs.swap(callbacks_);
     waiters_.wake_all_locked();
   }
@@ -65,8 +65,7 @@ void Fence::signal(int error) {
 }
 
 bool Fence::is_signaled() const {
-  std::lock_guard lk(FenceDomain::mutex());
-  return signaled_;
+  return signaled_.load(std::memory_order_acquire);
 }
 
 int Fence::error() const {
@@ -77,7 +76,7 @@ int Fence::error() const {
 void Fence::on_signal(std::function<void()> cb) {
   {
     std::lock_guard lk(FenceDomain::mutex());
-    if (!signaled_) {
+    if (!is_signaled_locked()) {
       callbacks_.push_back(std::move(cb));
       return;
     }
@@ -89,12 +88,12 @@ bool Fence::wait(Deadline d) const {
   std::unique_lock lk(FenceDomain::mutex());
   // The caller holds a reference: no keep-alive needed.
   return FenceDomain::wait_until(
-      lk, d, [this] { return signaled_; },
+      lk, d, [this] { return is_signaled_locked(); },
       [this](Waiter &w) { w.subscribe_locked(waiters_, nullptr); });
 }
 
 void Fence::subscribe_locked(Waiter &w, const std::shared_ptr<Fence> &f) {
-  if (f && !f->signaled_) w.subscribe_locked(f->waiters_, f);
+  if (f && !f->is_signaled_locked()) w.subscribe_locked(f->waiters_, f);
 }
 
 }  // namespace rvgl::emu

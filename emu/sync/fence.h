@@ -3,6 +3,7 @@
 // wait queue, so a signal wakes only its waiters.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -30,7 +31,7 @@ class Fence {
   // Idempotent: the first call decides the error.
   void signal(int error = 0);
   bool is_signaled() const;
-  bool is_signaled_locked() const { return signaled_; }
+  bool is_signaled_locked() const { return signaled_.load(std::memory_order_relaxed); }
   int error_locked() const { return error_; }
   int error() const;
   // Runs cb once the fence signals (immediately, on this thread, if it already has). Callbacks run
@@ -45,7 +46,9 @@ class Fence {
 
  private:
   uint64_t context_ = 0;  // 0: a fence of no timeline
-  bool signaled_ = false;
+  // Written under the domain lock, read without it by is_signaled(): dma_fence_is_signaled() tests
+  // DMA_FENCE_FLAG_SIGNALED_BIT without the fence's lock (include/linux/dma-fence.h).
+  std::atomic<bool> signaled_{false};
   int error_ = 0;
   std::vector<std::function<void()>> callbacks_;
   mutable WaitQueue waiters_;

@@ -69,10 +69,16 @@ bool on_live_stack(uint64_t addr, size_t len) {
 __attribute__((no_sanitize("address", "thread", "undefined"))) void copy_unchecked(void *dst,
                                                                                    const void *src,
                                                                                    size_t len) {
-  auto *d = static_cast<volatile unsigned char *>(dst);
-  const auto *s = static_cast<const volatile unsigned char *>(src);
-  for (size_t i = 0; i < len; ++i)
-    d[i] = s[i];
+  auto *d = static_cast<unsigned char *>(dst);
+  const auto *s = static_cast<const unsigned char *>(src);
+  size_t i = 0;
+  // Word by word, as the kernel's copy_from_user() moves a small struct (x86 allows the
+  // unaligned accesses); a byte loop made every ioctl argument cost a few hundred instructions.
+  for (; i + sizeof(uint64_t) <= len; i += sizeof(uint64_t))
+    *reinterpret_cast<volatile uint64_t *>(d + i) =
+        *reinterpret_cast<const volatile uint64_t *>(s + i);
+  for (; i < len; ++i)
+    static_cast<volatile unsigned char *>(dst)[i] = s[i];
 }
 
 // Transfers in pieces the syscall accepts (it may return short on large requests).
