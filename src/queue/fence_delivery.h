@@ -39,8 +39,9 @@ class FenceDelivery {
 
   // The fence retires once `source` reaches `point`; a null source means "as soon as every
   // earlier fence of this ring has retired". Mergeable fences (VIRGL_RENDERER_FENCE_FLAG_MERGEABLE)
-  // may be observed late, together with later work (see arm points in queue_watch.h); each is still
-  // delivered.
+  // may be observed late, together with later work (see arm points in queue_watch.h), and one that
+  // retires together with the next fence of its ring is reported by that fence alone (the VMM
+  // retires every earlier fence of the ring with it).
   void add(uint32_t ring_idx, uint64_t fence_id, std::shared_ptr<const FenceSource> source,
            uint64_t point, bool mergeable);
 
@@ -66,7 +67,9 @@ class FenceDelivery {
   // After stop() returns no callback runs or will run, whatever thread asks.
   void stop();
 
-  uint64_t delivered() const;
+  // Fences taken off their rings: reported to the VMM, queued for poll(), or merged into a later
+  // report.
+  uint64_t retired() const;
   size_t pending() const;
 
  private:
@@ -82,6 +85,7 @@ class FenceDelivery {
   };
 
   FenceDelivery(bool async, Callback cb) : async_(async), cb_(std::move(cb)) {}
+  static bool is_ready(const Pending &p) { return !p.source || p.source->reached() >= p.point; }
   // Takes every fence that is now known reached off the rings (mu_ held).
   template <class Out>
   void collect_locked(Out *done);
@@ -95,7 +99,7 @@ class FenceDelivery {
   std::deque<Pending> rings_[RVGL_RING_COUNT];
   uint64_t busy_rings_ = 0;  // bit per ring with pending fences
   std::deque<Done> ready_;   // poll mode: waiting for poll()
-  uint64_t delivered_ = 0;
+  uint64_t retired_ = 0;
   bool stopped_ = false;
   bool delivering_ = false;  // async: a thread is in progress()'s delivery loop
 

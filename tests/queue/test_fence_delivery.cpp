@@ -2,8 +2,10 @@
 // a thread that finds a delivery running leaves its fences to it rather than waiting for it.
 #include <catch2/catch.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <future>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <utility>
@@ -63,7 +65,96 @@ TEST_CASE("a fence added while another thread delivers is left to that thread",
     CHECK(got[0].id == 1);
     CHECK(got[1].id == 2);
     CHECK(got[1].thread == got[0].thread);
-    CHECK(d->delivered() == 2);
+    CHECK(d->retired() == 2);
     CHECK(d->pending() == 0);
   }
+}
+
+namespace {
+
+// A source the test moves by hand.
+class ManualSource final : public FenceSource {
+ public:
+  uint64_t reached() const override { return at_.load(); }
+  void reach(uint64_t p) { at_.store(p); }
+
+ private:
+  std::atomic<uint64_t> at_{0};
+};
+
+struct Report {
+  uint32_t ring;
+  uint64_t id;
+};
+
+}  // namespace
+
+TEST_CASE("mergeable fences that retire together are reported by the newest of their ring",
+          "[fence-delivery]") {
+  const bool async = GENERATE(true, false);
+  std::vector<Report> got;
+  int err = 0;
+  auto d = FenceDelivery::create(
+      async,
+      [&](uint32_t ring, uint64_t id) {
+        got.push_back({ring, id});
+      },
+      &err);
+  REQUIRE(d);
+  auto a = std::make_shared<ManualSource>();
+  auto b = std::make_shared<ManualSource>();
+  // Ring 1: five mergeable fences, then a non-mergeable one, then two more mergeable ones.
+  for (uint64_t p = 1; p <= 5; ++p)
+    d->add(1, 100 + p, a, p, true);
+  d->add(1, 106, a, 6, false);
+  d->add(1, 107, a, 7, true);
+  d->add(1, 108, a, 8, true);
+  // Ring 2: mergeable fences on another source, which is not reached.
+  d->add(2, 201, b, 1, true);
+  d->add(2, 202, b, 2, true);
+  auto deliver = [&] {
+    d->progress();
+    if (!async) d->poll();
+  };
+  deliver();
+  CHECK(got.empty());
+
+  // Points 1..3 at once: one report, the newest ready fence of the run.
+  a->reach(3);
+  deliver();
+  REQUIRE(got.size() == 1);
+  CHECK(got[0].id == 103);
+  // 4..7: the non-mergeable fence 106 is reported itself; 104 and 105 merge into it; 107 is
+  // the last ready one, so it is reported although mergeable.
+  a->reach(7);
+  deliver();
+  REQUIRE(got.size() == 3);
+  CHECK(got[1].id == 106);
+  CHECK(got[2].id == 107);
+  // Nothing on ring 2 moved; ring 1's last fence comes alone.
+  a->reach(8);
+  b->reach(2);
+  deliver();
+  REQUIRE(got.size() == 5);
+  CHECK(got[3].ring + got[4].ring == 3);  // one report per ring
+  for (size_t i = 3; i < 5; ++i)
+    CHECK(got[i].id == (got[i].ring == 1 ? 108u : 202u));
+  // Every fence retired exactly once, whether reported or merged.
+  CHECK(d->retired() == 10);
+  CHECK(d->pending() == 0);
+}
+
+TEST_CASE("a non-mergeable fence is reported even when a later one retires with it",
+          "[fence-delivery]") {
+  std::vector<uint64_t> got;
+  int err = 0;
+  auto d = FenceDelivery::create(
+      true, [&](uint32_t, uint64_t id) { got.push_back(id); }, &err);
+  REQUIRE(d);
+  auto a = std::make_shared<ManualSource>();
+  for (uint64_t p = 1; p <= 4; ++p)
+    d->add(0, p, a, p, false);
+  a->reach(4);
+  d->progress();
+  CHECK(got == std::vector<uint64_t>{1, 2, 3, 4});
 }
