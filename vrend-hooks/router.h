@@ -129,6 +129,12 @@ class Router {
   bool wrap_global_fences_ = false;  // the real library's write_fence comes to global_
   CapsetCache capsets_;
   VmmCallbacks vmm_;
+  // Whether vmm_ has write_context_fence, for create_fence without the lock (written under mu_).
+  std::atomic<bool> context_fences_{false};
+  void set_vmm_locked(VmmCallbacks v) {
+    vmm_ = v;
+    context_fences_.store(vmm_.write_context_fence() != nullptr, std::memory_order_release);
+  }
   bool initialized_ = false;
   RealIds real_;
   std::map<uint32_t, std::shared_ptr<ComputeContext>> contexts_;

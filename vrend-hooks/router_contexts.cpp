@@ -199,20 +199,19 @@ int Router::submit_cmd2(void *buffer, int ctx_id, int ndw, uint64_t *in_fence_id
 
 int Router::context_create_fence(uint32_t ctx_id, uint32_t flags, uint32_t ring_idx,
                                  uint64_t fence_id) {
-  {
-    // Context fences are delivered through write_context_fence (callbacks version 3+). The real
-    // library asserts on its absence (and would call null); we refuse, for every context type.
-    std::lock_guard lk(mu_);
-    if (!vmm_.write_context_fence()) return -EINVAL;
-  }
-  auto c = our_context(ctx_id);
+  // Context fences are delivered through write_context_fence (callbacks version 3+). The real
+  // library asserts on its absence (and would call null); we refuse, for every context type.
+  if (!context_fences_.load(std::memory_order_acquire)) return -EINVAL;
+  // The VMM's thread is the one that destroys contexts, so the pointer outlives this call (as in
+  // submit_cmd).
+  ComputeContext *c = fast_context(ctx_id);
   if (!c) {
     if (auto real = RVGL_REAL(virgl_renderer_context_create_fence))
       return real(ctx_id, flags, ring_idx, fence_id);
     return -EINVAL;
   }
   // MERGEABLE (the only flag) lets the completion engine observe the fence together with later
-  // work on its ring; every fence is still delivered.
+  // work on its ring, and report it together with a later fence of the ring that retires with it.
   return c->create_fence(ring_idx, fence_id, (flags & VIRGL_RENDERER_FENCE_FLAG_MERGEABLE) != 0);
 }
 

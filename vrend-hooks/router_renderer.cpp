@@ -81,7 +81,7 @@ int Router::init(void *cookie, int flags, virgl_renderer_callbacks *cbs) {
                 cfg_->capset_id);
         return -EINVAL;
       }
-      vmm_ = VmmCallbacks(cookie, flags, cbs);
+      set_vmm_locked(VmmCallbacks(cookie, flags, cbs));
     }
     pass_flags = real_init_flags(flags, cfg_->compute_only, cfg_->capset_id);
     if (const auto *c = vmm_.for_real_library(&real_write_fence, cfg_->compute_only)) pass_cbs = c;
@@ -112,7 +112,7 @@ int Router::init(void *cookie, int flags, virgl_renderer_callbacks *cbs) {
   if (ret == 0) {
     initialized_ = true;
   } else if (!initialized_) {
-    vmm_ = VmmCallbacks();
+    set_vmm_locked(VmmCallbacks());
     wrap_global_fences_ = false;
   }
   return ret;
@@ -145,7 +145,7 @@ void Router::cleanup(void *cookie) {
   std::lock_guard lk(mu_);
   initialized_ = false;
   wrap_global_fences_ = false;
-  vmm_ = VmmCallbacks();
+  set_vmm_locked(VmmCallbacks());
   // The configuration was this renderer's: until the next init, the environment says again
   // which capset is ours (a capset query between two renderers must not answer for the old id).
   cfg_.reset();

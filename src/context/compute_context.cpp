@@ -156,7 +156,7 @@ int ComputeContext::create_fence(uint32_t ring_idx, uint64_t fence_id, bool merg
       // Not where the kernel wakes the VMM's thread itself for the point (poll mode with
       // delegated points): there it would only add a second wake (poll() takes it then).
       if (q->watch && !delegates_points() && q->kernel->timeline()->known_reached() < point &&
-          q->kernel->finished_point() >= point)
+          q->kernel->finished(point))
         q->watch->reached_here(point, monotonic_ns());
     }
   } else if (ring_idx == RVGL_RING_EVENTS) {

@@ -118,6 +118,17 @@ uint64_t KernelQueue::finished_point() const {
   return 0;
 }
 
+bool KernelQueue::finished(uint64_t seq) const {
+  if (!user_fence_) return false;
+  const uint64_t written = user_fence_->read();
+  if (!written) return false;
+  std::lock_guard lk(recent_mu_);
+  // A job at or after `seq` that finished implies `seq` did (one ring, in order).
+  for (auto it = recent_.rbegin(); it != recent_.rend() && it->first >= seq; ++it)
+    if (it->second <= written) return true;
+  return false;
+}
+
 uint64_t KernelQueue::ctx_flags() const {
   uint64_t flags = 0;
   dev_->ctx_query_state2(ctx_id_, &flags);

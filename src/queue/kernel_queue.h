@@ -48,6 +48,10 @@ class KernelQueue {
   // fence page (no ioctl; user_fence.h); 0 when none is known. Only a job that ran to its end
   // shows here: a failed one may not, and its timeline point still signals.
   uint64_t finished_point() const;
+  // Whether the user fence page shows submission `seq` finished: the same answer as
+  // finished_point() >= seq for the newest submission, without walking back to the newest
+  // finished one.
+  bool finished(uint64_t seq) const;
 
   // ---- what the kernel says (the health owner's observation; any thread, ioctls) ----
   // AMDGPU_CTX_QUERY2_FLAGS_* of the queue's kernel context.
