@@ -48,10 +48,14 @@ TEST_CASE("a kernel queue's user fence shows the jobs that ran to their end", "[
     REQUIRE(q->submit({&nop_ib, 1}, {}, 0, &seq) == 0);
   test::wait_signalled(*q, 3);
   CHECK(q->finished_point() == 3);
+  CHECK(q->finished(3));
+  CHECK(q->finished(1));
   REQUIRE(q->submit({&fault_ib, 1}, {}, 0, &seq) == 0);
   test::wait_signalled(*q, 4);
   CHECK(q->job_error(4) != 0);
   CHECK(q->finished_point() == 3);
+  CHECK_FALSE(q->finished(4));  // the failed job never wrote the page
+  CHECK(q->finished(3));
 
   SECTION("a queue whose page the kernel refused submits as before and knows nothing") {
     rvgl_emu_reset_fault_injection();
@@ -64,6 +68,7 @@ TEST_CASE("a kernel queue's user fence shows the jobs that ran to their end", "[
     test::wait_signalled(*bare, 1);
     CHECK(bare->job_error(1) == 0);
     CHECK(bare->finished_point() == 0);
+    CHECK_FALSE(bare->finished(1));
   }
   dev->gem_close(ibs.handle);
 }
