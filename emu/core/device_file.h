@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <unordered_map>
 #include <vector>
 
@@ -43,10 +44,12 @@ class DeviceFile final : public OpenFile {
   // Objects imported from a dma-buf of another device (or a udmabuf), by their pages.
   std::unordered_map<const Backing *, uint32_t> foreign_imports;
   HandleTable<std::shared_ptr<Context>> contexts;
-  HandleTable<std::shared_ptr<Syncobj>> syncobjs;
+  SharedHandleTable<Syncobj> syncobjs;  // its own lock: SYNCOBJ_EVENTFD needs no state lock
   HandleTable<BoList> bo_lists;
   HandleTable<std::shared_ptr<UserQueue>> userqs;
-  // Eventfds verified by SYNCOBJ_EVENTFD, by the caller's fd number (drm_syncobj_ioctls.cpp).
+  // Eventfds verified by SYNCOBJ_EVENTFD, by the caller's fd number (drm_syncobj_ioctls.cpp);
+  // under known_eventfds_mu, not the state lock.
+  std::mutex known_eventfds_mu;
   std::unordered_map<int, std::shared_ptr<UniqueFd>> known_eventfds;
   uint64_t jobs_submitted = 0;
 };

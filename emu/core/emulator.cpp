@@ -102,12 +102,15 @@ void Emulator::lock_for_fork() {
     if (f->kind() != OpenFile::Kind::Device) return;
     auto *df = static_cast<DeviceFile *>(f.get());
     fork_locked_.push_back(&df->vm->fork_lock());
+    fork_locked_.push_back(&df->syncobjs.fork_lock());
+    fork_locked_.push_back(&df->known_eventfds_mu);
     for (auto &[id, q] : df->userqs)
       fork_locked_.push_back(&q->fork_lock());
   });
   for (auto &d : devices_)
     fork_locked_.push_back(&d->spm().fork_lock());
   fork_locked_.push_back(&faults_.fork_lock());
+  fork_locked_.push_back(&fds_.fork_lock());
   // A VM may be reachable from several fds (dup): lock each once.
   std::vector<std::mutex *> unique;
   for (auto *m : fork_locked_)

@@ -4,6 +4,8 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
+#include <mutex>
 #include <set>
 
 namespace rvgl::emu {
@@ -56,6 +58,37 @@ class HandleTable {
   std::map<uint32_t, T> items_;
   std::set<uint32_t> free_;
   uint32_t next_ = 1;
+};
+
+// The same namespace with a lock of its own, for objects some ioctls look up without the
+// emulator state lock: the kernel guards a file's syncobj idr with a spinlock of its own
+// (drm_file's syncobj_table_lock, drm_syncobj_find()), so a lookup never waits for a CS of
+// another file. Lookups hand out a reference; nothing is destroyed under the lock.
+template <typename T>
+class SharedHandleTable {
+ public:
+  uint32_t insert(std::shared_ptr<T> value) {
+    std::lock_guard lk(mu_);
+    return table_.insert(std::move(value));
+  }
+  std::shared_ptr<T> get(uint32_t id) const {
+    std::lock_guard lk(mu_);
+    const auto *v = const_cast<HandleTable<std::shared_ptr<T>> &>(table_).find(id);
+    return v ? *v : nullptr;
+  }
+  bool erase(uint32_t id, std::shared_ptr<T> *out) {
+    std::lock_guard lk(mu_);
+    return table_.erase(id, out);
+  }
+  size_t size() const {
+    std::lock_guard lk(mu_);
+    return table_.size();
+  }
+  std::mutex &fork_lock() { return mu_; }
+
+ private:
+  mutable std::mutex mu_;
+  HandleTable<std::shared_ptr<T>> table_;
 };
 
 }  // namespace rvgl::emu

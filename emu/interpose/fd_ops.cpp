@@ -73,10 +73,7 @@ void retrack_fd(int from, int to) {
 
 int ioctl_fd(int fd, unsigned long request, void *arg, const void *caller_frame) {
   std::shared_ptr<OpenFile> f;
-  if (Emulator *e = Emulator::peek()) {
-    std::lock_guard lk(e->mutex());
-    f = e->fds().get(fd);
-  }
+  if (Emulator *e = Emulator::peek()) f = e->fds().get(fd);
   if (!f) return real::ioctl(fd, request, arg);
   const int saved = errno;
   CallerStackScope stack(caller_frame);

@@ -80,13 +80,13 @@ int parse_dependencies(DeviceFile &f, const std::vector<uint8_t> &bytes, Parsed 
 }
 
 int parse_syncobj_in(DeviceFile &f, uint32_t handle, uint64_t point, uint32_t flags, Parsed &p) {
-  auto *s = f.syncobjs.find(handle);
+  auto s = f.syncobjs.get(handle);
   if (!s) return -ENOENT;
   std::lock_guard lk(FenceDomain::mutex());
-  if (!(*s)->available_locked(point) && !(flags & DRM_SYNCOBJ_WAIT_FLAGS_WAIT_FOR_SUBMIT))
+  if (!s->available_locked(point) && !(flags & DRM_SYNCOBJ_WAIT_FLAGS_WAIT_FOR_SUBMIT))
     return -EINVAL;
   // Resolved when the job is ready to run: a point submitted later still counts.
-  p.deps.push_back({nullptr, *s, point});
+  p.deps.push_back({nullptr, std::move(s), point});
   return 0;
 }
 
@@ -120,16 +120,16 @@ int parse_chunk(DeviceFile &f, uint32_t id, const std::vector<uint8_t> &bytes, P
       return 0;
     case AMDGPU_CHUNK_ID_SYNCOBJ_OUT:
       for (const auto &sem : as_array<drm_amdgpu_cs_chunk_sem>(bytes)) {
-        auto *s = f.syncobjs.find(sem.handle);
+        auto s = f.syncobjs.get(sem.handle);
         if (!s) return -EINVAL;
-        p.outs.push_back({*s, 0});
+        p.outs.push_back({std::move(s), 0});
       }
       return 0;
     case AMDGPU_CHUNK_ID_SYNCOBJ_TIMELINE_SIGNAL:
       for (const auto &so : as_array<drm_amdgpu_cs_chunk_syncobj>(bytes)) {
-        auto *s = f.syncobjs.find(so.handle);
+        auto s = f.syncobjs.get(so.handle);
         if (!s) return -EINVAL;
-        p.outs.push_back({*s, so.point});
+        p.outs.push_back({std::move(s), so.point});
       }
       return 0;
     case AMDGPU_CHUNK_ID_BO_HANDLES: {

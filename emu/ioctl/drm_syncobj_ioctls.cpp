@@ -38,9 +38,9 @@ int lookup(DeviceFile &f, const std::vector<uint32_t> &handles,
            std::vector<std::shared_ptr<Syncobj>> &out) {
   out.clear();
   for (uint32_t h : handles) {
-    auto *s = f.syncobjs.find(h);
+    auto s = f.syncobjs.get(h);
     if (!s) return -ENOENT;
-    out.push_back(*s);
+    out.push_back(std::move(s));
   }
   return 0;
 }
@@ -155,19 +155,19 @@ int drm_ioctl_syncobj_handle_to_fd(DeviceFile &f, void *data) {
   if (a->pad) return -EINVAL;
   if (a->flags != 0 && a->flags != DRM_SYNCOBJ_HANDLE_TO_FD_FLAGS_EXPORT_SYNC_FILE) return -EINVAL;
   std::lock_guard lk(Emulator::get().mutex());
-  auto *s = f.syncobjs.find(a->handle);
+  auto s = f.syncobjs.get(a->handle);
   if (!s) return -EINVAL;
   int fd;
   if (a->flags & DRM_SYNCOBJ_HANDLE_TO_FD_FLAGS_EXPORT_SYNC_FILE) {
     std::vector<std::shared_ptr<Fence>> fences;
     {
       std::lock_guard flk(FenceDomain::mutex());
-      if (!(*s)->available_locked(0)) return -EINVAL;
-      fences = (*s)->fences_for_locked(0);
+      if (!s->available_locked(0)) return -EINVAL;
+      fences = s->fences_for_locked(0);
     }
     fd = make_sync_file_fd(Fence::all_of(fences));
   } else {
-    fd = make_syncobj_fd(*s);
+    fd = make_syncobj_fd(s);
   }
   if (fd < 0) return fd;
   a->fd = fd;
@@ -183,10 +183,10 @@ int drm_ioctl_syncobj_fd_to_handle(DeviceFile &f, void *data) {
   auto of = emu.fds().get(a->fd);
   if (a->flags & DRM_SYNCOBJ_FD_TO_HANDLE_FLAGS_IMPORT_SYNC_FILE) {
     if (!of || of->kind() != OpenFile::Kind::SyncFile) return -EINVAL;
-    auto *s = f.syncobjs.find(a->handle);
+    auto s = f.syncobjs.get(a->handle);
     if (!s) return -ENOENT;
     std::lock_guard flk(FenceDomain::mutex());
-    (*s)->replace_locked(static_cast<SyncFileFile &>(*of).fence);
+    s->replace_locked(static_cast<SyncFileFile &>(*of).fence);
     return 0;
   }
   if (!of || of->kind() != OpenFile::Kind::Syncobj) return -EINVAL;
@@ -286,11 +286,9 @@ int drm_ioctl_syncobj_transfer(DeviceFile &f, void *data) {
   std::shared_ptr<Syncobj> src, dst;
   {
     std::lock_guard lk(Emulator::get().mutex());
-    auto *s = f.syncobjs.find(a->src_handle);
-    auto *d = f.syncobjs.find(a->dst_handle);
-    if (!s || !d) return -ENOENT;
-    src = *s;
-    dst = *d;
+    src = f.syncobjs.get(a->src_handle);
+    dst = f.syncobjs.get(a->dst_handle);
+    if (!src || !dst) return -ENOENT;
   }
   std::vector<std::shared_ptr<Fence>> fences;
   {
@@ -324,11 +322,7 @@ namespace {
 // (a sync_file here is an eventfd underneath, but the kernel's is not: it is refused too).
 int check_eventfd(int fd) {
   if (fd < 0 || real::fcntl(fd, F_GETFD, nullptr) < 0) return -EBADF;
-  {
-    Emulator &emu = Emulator::get();
-    std::lock_guard lk(emu.mutex());
-    if (emu.fds().get(fd)) return -EINVAL;
-  }
+  if (Emulator::get().fds().get(fd)) return -EINVAL;
   char path[64], target[64];
   std::snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
   const ssize_t n = real::readlink(path, target, sizeof(target) - 1);
@@ -351,7 +345,7 @@ std::shared_ptr<UniqueFd> eventfd_handle(DeviceFile &f, int fd, int *err) {
   }
   std::shared_ptr<UniqueFd> known;
   {
-    std::lock_guard lk(Emulator::get().mutex());
+    std::lock_guard lk(f.known_eventfds_mu);
     auto it = f.known_eventfds.find(fd);
     if (it != f.known_eventfds.end()) known = it->second;
   }
@@ -362,8 +356,9 @@ std::shared_ptr<UniqueFd> eventfd_handle(DeviceFile &f, int fd, int *err) {
     *err = -errno;
     return nullptr;
   }
-  std::lock_guard lk(Emulator::get().mutex());
-  if (f.known_eventfds.size() >= kMaxKnown) f.known_eventfds.clear();
+  std::unordered_map<int, std::shared_ptr<UniqueFd>> dropped;  // closed after the unlock
+  std::lock_guard lk(f.known_eventfds_mu);
+  if (f.known_eventfds.size() >= kMaxKnown) dropped.swap(f.known_eventfds);
   f.known_eventfds[fd] = own;
   return own;
 }
@@ -376,13 +371,10 @@ int drm_ioctl_syncobj_eventfd(DeviceFile &f, void *data) {
   // amdgpu has DRIVER_SYNCOBJ_TIMELINE, so the -EOPNOTSUPP branch never applies.
   if (a->flags & ~DRM_SYNCOBJ_WAIT_FLAGS_WAIT_AVAILABLE) return -EINVAL;
   if (a->pad) return -EINVAL;
-  std::shared_ptr<Syncobj> s;
-  {
-    std::lock_guard lk(Emulator::get().mutex());
-    auto *found = f.syncobjs.find(a->handle);
-    if (!found) return -ENOENT;
-    s = *found;
-  }
+  // No state lock (drm_syncobj_find() takes only the file's table lock): a registration never
+  // waits for another file's CS.
+  std::shared_ptr<Syncobj> s = f.syncobjs.get(a->handle);
+  if (!s) return -ENOENT;
   // The kernel holds the eventfd context, not the fd: closing the caller's fd keeps it alive.
   int err = 0;
   auto own = eventfd_handle(f, a->fd, &err);
