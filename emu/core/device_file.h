@@ -47,10 +47,6 @@ class DeviceFile final : public OpenFile {
   SharedHandleTable<Syncobj> syncobjs;  // its own lock: SYNCOBJ_EVENTFD needs no state lock
   HandleTable<BoList> bo_lists;
   HandleTable<std::shared_ptr<UserQueue>> userqs;
-  // Eventfds verified by SYNCOBJ_EVENTFD, by the caller's fd number (drm_syncobj_ioctls.cpp);
-  // under known_eventfds_mu, not the state lock.
-  std::mutex known_eventfds_mu;
-  std::unordered_map<int, std::shared_ptr<UniqueFd>> known_eventfds;
   uint64_t jobs_submitted = 0;
 };
 

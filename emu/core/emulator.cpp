@@ -103,7 +103,6 @@ void Emulator::lock_for_fork() {
     auto *df = static_cast<DeviceFile *>(f.get());
     fork_locked_.push_back(&df->vm->fork_lock());
     fork_locked_.push_back(&df->syncobjs.fork_lock());
-    fork_locked_.push_back(&df->known_eventfds_mu);
     for (auto &[id, q] : df->userqs)
       fork_locked_.push_back(&q->fork_lock());
   });

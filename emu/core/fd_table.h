@@ -6,9 +6,11 @@
 #include <memory>
 #include <mutex>
 #include <unordered_map>
+#include <vector>
 
 #include "core/fast_state.h"
 #include "core/open_file.h"
+#include "util/unique_fd.h"
 
 namespace rvgl::emu {
 
@@ -32,8 +34,15 @@ class FdTable {
       __atomic_add_fetch(&fast::g_big_fds, 1, __ATOMIC_ACQ_REL);
     files_[fd].swap(f);  // the replaced object, if any, goes when f does: after the unlock
   }
+  // Also forgets a known eventfd at that number (the number was closed or is being replaced).
   std::shared_ptr<OpenFile> take(int fd) {
+    std::shared_ptr<UniqueFd> eventfd;  // our reference goes after the unlock
     std::lock_guard lk(mu_);
+    if (auto e = eventfds_.find(fd); e != eventfds_.end()) {
+      eventfd = std::move(e->second);
+      eventfds_.erase(e);
+      __atomic_store_n(&fast::g_fd_marks[fd], 0, __ATOMIC_RELEASE);
+    }
     auto it = files_.find(fd);
     if (it == files_.end()) return nullptr;
     auto f = std::move(it->second);
@@ -43,6 +52,40 @@ class FdTable {
     else
       __atomic_sub_fetch(&fast::g_big_fds, 1, __ATOMIC_ACQ_REL);
     return f;
+  }
+
+  // Eventfds of the caller that SYNCOBJ_EVENTFD verified, by fd number, each with our own
+  // reference (the kernel's registration holds the eventfd context, not the number). The number
+  // is marked as the emulator's own fds are, so a close, dup2/dup3 onto it or close_range comes
+  // through the interposer and forgets it (take(), forget_eventfds()); a re-arm then trusts the
+  // number without a system call, as eventfd_ctx_fdget() makes none. A number closed behind
+  // libc's back (a raw syscall) goes unseen: the same limit as for the emulator's own fds. Only
+  // numbers below the byte map's size are kept.
+  std::shared_ptr<UniqueFd> known_eventfd(int fd) const {
+    std::lock_guard lk(mu_);
+    auto it = eventfds_.find(fd);
+    return it == eventfds_.end() ? nullptr : it->second;
+  }
+  void remember_eventfd(int fd, std::shared_ptr<UniqueFd> own) {
+    if (fd < 0 || fd >= fast::kMarkedFds) return;
+    std::lock_guard lk(mu_);
+    if (files_.count(fd)) return;  // an emulator fd is never an eventfd of the caller
+    eventfds_[fd].swap(own);       // a replaced reference goes after the unlock
+    __atomic_store_n(&fast::g_fd_marks[fd], 1, __ATOMIC_RELEASE);
+  }
+  void forget_eventfds(unsigned first, unsigned last) {
+    std::vector<std::shared_ptr<UniqueFd>> gone;  // after the unlock
+    std::lock_guard lk(mu_);
+    for (auto it = eventfds_.begin(); it != eventfds_.end();) {
+      const auto fd = static_cast<unsigned>(it->first);
+      if (fd < first || fd > last) {
+        ++it;
+        continue;
+      }
+      gone.push_back(std::move(it->second));
+      __atomic_store_n(&fast::g_fd_marks[it->first], 0, __ATOMIC_RELEASE);
+      it = eventfds_.erase(it);
+    }
   }
   size_t size() const {
     std::lock_guard lk(mu_);
@@ -60,6 +103,7 @@ class FdTable {
  private:
   mutable std::mutex mu_;
   std::unordered_map<int, std::shared_ptr<OpenFile>> files_;
+  std::unordered_map<int, std::shared_ptr<UniqueFd>> eventfds_;
 };
 
 }  // namespace rvgl::emu

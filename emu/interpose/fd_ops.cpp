@@ -51,6 +51,7 @@ int close_fd_range(unsigned first, unsigned last, int flags) {
       });
       for (int fd : fds)
         gone.push_back(e->fds().take(fd));
+      e->fds().forget_eventfds(first, last);
     }
   const int r = real::close_range(first, last, flags);
   const int err = errno;

@@ -17,8 +17,6 @@
 #include "ioctl/handlers.h"
 #include "sync/fence.h"
 #include "sync/syncobj.h"
-#include "util/same_open_file.h"
-#include "util/self_pid.h"
 #include "util/user_memory.h"
 
 namespace rvgl::emu {
@@ -332,34 +330,24 @@ int check_eventfd(int fd) {
 }
 
 // The kernel's registration takes a reference on the eventfd context (eventfd_ctx_fdget(): fget
-// and an f_op check, no syscall), and the entry drops it when it fires. Re-verifying the file by
-// a /proc path walk and dup'ing it for every registration would cost this process several times
-// that on every re-arm, so a file keeps the eventfds it has seen, by the caller's fd number; a
-// number that now names another file (kcmp differs) is verified afresh. A re-arm makes one system
-// call (the kcmp, with the pid kept), as the kernel's ioctl is one.
-std::shared_ptr<UniqueFd> eventfd_handle(DeviceFile &f, int fd, int *err) {
-  constexpr size_t kMaxKnown = 4096;  // a bound; entries are by fd number, so reuse replaces them
+// and an f_op check, no syscall), and the entry drops it when it fires. The emulator verifies a
+// number once (an fcntl, a /proc readlink and a dup) and keeps its reference in the fd table,
+// which forgets it when that number is closed or replaced (core/fd_table.h): a re-arm makes no
+// system call, as the kernel's makes none beyond the ioctl itself.
+std::shared_ptr<UniqueFd> eventfd_handle(int fd, int *err) {
   if (fd < 0) {
     *err = -EBADF;
     return nullptr;
   }
-  std::shared_ptr<UniqueFd> known;
-  {
-    std::lock_guard lk(f.known_eventfds_mu);
-    auto it = f.known_eventfds.find(fd);
-    if (it != f.known_eventfds.end()) known = it->second;
-  }
-  if (known && rvgl::same_open_file(self_pid(), fd, known->get()) == 1) return known;
+  FdTable &fds = Emulator::get().fds();
+  if (auto known = fds.known_eventfd(fd)) return known;
   if ((*err = check_eventfd(fd))) return nullptr;
   auto own = std::make_shared<UniqueFd>(real::fcntl(fd, F_DUPFD_CLOEXEC, nullptr));
   if (!*own) {
     *err = -errno;
     return nullptr;
   }
-  std::unordered_map<int, std::shared_ptr<UniqueFd>> dropped;  // closed after the unlock
-  std::lock_guard lk(f.known_eventfds_mu);
-  if (f.known_eventfds.size() >= kMaxKnown) dropped.swap(f.known_eventfds);
-  f.known_eventfds[fd] = own;
+  fds.remember_eventfd(fd, own);
   return own;
 }
 
@@ -377,7 +365,7 @@ int drm_ioctl_syncobj_eventfd(DeviceFile &f, void *data) {
   if (!s) return -ENOENT;
   // The kernel holds the eventfd context, not the fd: closing the caller's fd keeps it alive.
   int err = 0;
-  auto own = eventfd_handle(f, a->fd, &err);
+  auto own = eventfd_handle(a->fd, &err);
   if (!own) return err;
   std::lock_guard flk(FenceDomain::mutex());
   s->add_eventfd_locked(std::move(own), a->point, a->flags & DRM_SYNCOBJ_WAIT_FLAGS_WAIT_AVAILABLE);

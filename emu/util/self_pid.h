@@ -1,5 +1,5 @@
 // This process's pid without a system call per use (getpid is one in glibc >= 2.25): for the
-// system calls the emulator makes on its caller's behalf (process_vm_readv/writev, kcmp), which a
+// system calls the emulator makes on its caller's behalf (process_vm_readv/writev), which a
 // kernel ioctl would not make at all.
 #pragma once
 

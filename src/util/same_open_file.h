@@ -1,6 +1,5 @@
 // Whether two fds of this process name one open file (one struct file: dup'ed fds do), by kcmp(2)
-// KCMP_FILE (linux/kcmp.h). For the product (a VMM's DRM fd that is another context's) and the
-// emulator (an eventfd number it already verified).
+// KCMP_FILE (linux/kcmp.h): a VMM's DRM fd that is another context's.
 #pragma once
 
 #include <linux/kcmp.h>

@@ -5,6 +5,7 @@
 // answers as a kernel without the ioctl (drm_ioctl: an unknown core number is EINVAL).
 #include <poll.h>
 #include <sys/eventfd.h>
+#include <unistd.h>
 #include <xf86drm.h>
 
 #include <catch2/catch.hpp>
@@ -232,6 +233,13 @@ TEST_CASE("SYNCOBJ_EVENTFD checks a known fd number again when it names another 
   CHECK(take(other.get()) == 1);
   CHECK(take(r.efd.get()) == 0);
   close(num);
+  // close_range over a known number forgets it too.
+  const int ranged = dup(r.efd.get());
+  REQUIRE(ranged >= 0);
+  REQUIRE(register_eventfd(fd, so, 0, ranged) == 0);
+  CHECK(take(r.efd.get()) == 1);
+  REQUIRE(close_range(static_cast<unsigned>(ranged), static_cast<unsigned>(ranged), 0) == 0);
+  CHECK(register_eventfd(fd, so, 0, ranged) == -EBADF);
   close(pipe_fds[0]);
   close(pipe_fds[1]);
   drmSyncobjDestroy(fd, so);
