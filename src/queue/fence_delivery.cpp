@@ -71,8 +71,8 @@ void FenceDelivery::collect_locked(Out *done) {
       const Pending &p = q.front();
       // A mergeable fence that retires together with the next one of its ring is reported by
       // that one: the VMM retires every earlier fence of a ring with a later one (QEMU's
-      // virgl_write_context_fence, crosvm's fence handler, vtest's timeline), so a burst costs
-      // one callback. Non-mergeable fences are each reported.
+      // virgl_write_context_fence, crosvm's fence handler, vtest_signal_sync_queue), so a burst
+      // costs one callback. Non-mergeable fences are each reported.
       if (!(p.mergeable && q.size() > 1 && is_ready(q[1]))) done->push_back({ring, p.fence_id});
       ++retired_;
       q.pop_front();

@@ -35,11 +35,11 @@ class FenceLog {
     log_.push_back({ctx, ring, id, std::this_thread::get_id()});
     cv_.notify_all();
   }
+  // Whether fence `id` of (ctx, ring) retired: as QEMU, crosvm and vtest read a context fence,
+  // a later id of the ring retires it too (a MERGEABLE fence may be reported only through it).
   bool has(uint32_t ctx, uint32_t ring, uint64_t id) const {
     std::lock_guard lk(mu_);
-    for (const auto &f : log_)
-      if (f.ctx_id == ctx && f.ring_idx == ring && f.fence_id == id) return true;
-    return false;
+    return retired_locked(ctx, ring, id);
   }
   std::vector<ContextFence> snapshot() const {
     std::lock_guard lk(mu_);
@@ -48,14 +48,16 @@ class FenceLog {
   // Waits for a record from another thread (async delivery).
   bool wait(uint32_t ctx, uint32_t ring, uint64_t id, std::chrono::milliseconds timeout) {
     std::unique_lock lk(mu_);
-    return cv_.wait_for(lk, timeout, [&] {
-      for (const auto &f : log_)
-        if (f.ctx_id == ctx && f.ring_idx == ring && f.fence_id == id) return true;
-      return false;
-    });
+    return cv_.wait_for(lk, timeout, [&] { return retired_locked(ctx, ring, id); });
   }
 
  private:
+  bool retired_locked(uint32_t ctx, uint32_t ring, uint64_t id) const {
+    for (const auto &f : log_)
+      if (f.ctx_id == ctx && f.ring_idx == ring && f.fence_id >= id) return true;
+    return false;
+  }
+
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::vector<ContextFence> log_;
