@@ -50,11 +50,12 @@ void FenceDelivery::add(uint32_t ring_idx, uint64_t fence_id,
     std::lock_guard lk(mu_);
     if (stopped_) return;
     auto &q = rings_[ring_idx];
-    // Behind a pending fence it cannot retire first, and whoever makes that one's point known
-    // delivers both; only a fence at the front may be ready now.
-    ready = q.empty() && (!source || source->reached() >= point);
     q.push_back({fence_id, std::move(source), point, mergeable});
     busy_rings_ |= uint64_t{1} << ring_idx;
+    // Only the ring's front decides: a fence behind an unreached one cannot retire first. The
+    // front may be an earlier fence whose point the caller just made known (create_fence's
+    // user-fence path), which this pass delivers together with the new one.
+    ready = is_ready(q.front());
   }
   // Work already complete (or nothing to wait for) is delivered now, not at the next wakeup.
   if (ready) progress();

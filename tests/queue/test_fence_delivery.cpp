@@ -158,3 +158,25 @@ TEST_CASE("a non-mergeable fence is reported even when a later one retires with 
   d->progress();
   CHECK(got == std::vector<uint64_t>{1, 2, 3, 4});
 }
+
+// create_fence's user-fence path makes a point known and then adds the fence: an earlier fence
+// of the ring that waited for an earlier point retires in that same add, not at a later wakeup.
+TEST_CASE("add delivers an earlier fence whose point the caller just made known",
+          "[fence-delivery]") {
+  std::vector<uint64_t> got;
+  int err = 0;
+  auto d = FenceDelivery::create(
+      true, [&](uint32_t, uint64_t id) { got.push_back(id); }, &err);
+  REQUIRE(d);
+  auto a = std::make_shared<ManualSource>();
+  d->add(4, 1, a, 1, false);
+  CHECK(got.empty());
+  a->reach(2);  // no progress() call: the caller goes on to add its fence
+  d->add(4, 2, a, 2, false);
+  CHECK(got == std::vector<uint64_t>{1, 2});
+  // A fence behind an unreached one waits, even when its own point is reached.
+  d->add(4, 3, a, 4, false);
+  d->add(4, 4, a, 2, false);
+  CHECK(got.size() == 2);
+  CHECK(d->pending() == 2);
+}
