@@ -5,11 +5,11 @@
 // Locking (outermost first): the state lock (this class: changes to the fd table, per-file
 // tables, config) -> a VM's lock, a user queue's lock, an SPM unit's lock, the fault injector's
 // lock -> the fence domain lock (fences, syncobjs, ring queues). Blocking waits never hold the
-// state lock. Three leaf locks are taken with or without the state lock and hold nothing else:
-// the fd table's (an ioctl finds its file under it alone, as fdget() takes no lock), a file's
-// syncobj table's and its known-eventfd cache's (SYNCOBJ_EVENTFD runs without the state lock, as
-// drm_syncobj_find() takes only the file's syncobj_table_lock), so a registration never waits
-// for a CS of another file.
+// state lock. Two kinds of leaf lock are taken with or without the state lock and hold nothing
+// else: the fd table's (an ioctl finds its file under it alone, as fdget() takes no lock; it also
+// keeps the caller's verified eventfds) and a file's syncobj table's (SYNCOBJ_EVENTFD runs
+// without the state lock, as drm_syncobj_find() takes only the file's syncobj_table_lock), so a
+// registration never waits for a CS of another file.
 #pragma once
 
 #include <memory>
