@@ -27,7 +27,14 @@ class FdTable {
   }
   void set(int fd, std::shared_ptr<OpenFile> f) {
     if (fd < 0) return;
+    // An eventfd still known at a number that is now ours (closed around libc): forgotten, and
+    // our reference goes after the unlock.
+    std::shared_ptr<UniqueFd> stale;
     std::lock_guard lk(mu_);
+    if (auto e = eventfds_.find(fd); e != eventfds_.end()) {
+      stale = std::move(e->second);
+      eventfds_.erase(e);
+    }
     if (fd < fast::kMarkedFds)
       __atomic_store_n(&fast::g_fd_marks[fd], 1, __ATOMIC_RELEASE);
     else if (!files_.count(fd))
