@@ -5,6 +5,7 @@
 // answers as a kernel without the ioctl (drm_ioctl: an unknown core number is EINVAL).
 #include <poll.h>
 #include <sys/eventfd.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 #include <xf86drm.h>
 
@@ -242,6 +243,25 @@ TEST_CASE("SYNCOBJ_EVENTFD checks a known fd number again when it names another 
   CHECK(register_eventfd(fd, so, 0, ranged) == -EBADF);
   close(pipe_fds[0]);
   close(pipe_fds[1]);
+  drmSyncobjDestroy(fd, so);
+}
+
+// A number closed around libc (a raw syscall the interposer cannot see) and then taken by one of
+// the emulator's own files must not answer with the eventfd that was known there.
+TEST_CASE("SYNCOBJ_EVENTFD forgets a known number the emulator reuses for its own file",
+          "[syncobj][eventfd]") {
+  Rig r;
+  const int fd = r.fd.get();
+  uint32_t so = 0;
+  REQUIRE(drmSyncobjCreate(fd, DRM_SYNCOBJ_CREATE_SIGNALED, &so) == 0);
+  const int num = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  REQUIRE(num >= 0);
+  REQUIRE(register_eventfd(fd, so, 0, num) == 0);
+  REQUIRE(syscall(SYS_close, num) == 0);
+  // The lowest free number is `num` again (nothing else opens files in this test meanwhile).
+  Fd other = open_render();
+  REQUIRE(other.get() == num);
+  CHECK(register_eventfd(fd, so, 0, num) == -EINVAL);  // a DRM file, not an eventfd
   drmSyncobjDestroy(fd, so);
 }
 
