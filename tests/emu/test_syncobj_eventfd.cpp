@@ -58,6 +58,18 @@ struct Rig {
     REQUIRE(buf.create(fd.get(), 64 * 1024, 0x800000) == 0);
     REQUIRE(ctx_create(fd.get(), &ctx) == 0);
   }
+  // A binary syncobj created signalled, destroyed with the rig.
+  uint32_t signalled_syncobj() {
+    uint32_t h = 0;
+    REQUIRE(drmSyncobjCreate(fd.get(), DRM_SYNCOBJ_CREATE_SIGNALED, &h) == 0);
+    syncobjs.push_back(h);
+    return h;
+  }
+  ~Rig() {
+    for (uint32_t h : syncobjs)
+      drmSyncobjDestroy(fd.get(), h);
+  }
+  std::vector<uint32_t> syncobjs;
   // An SDMA job that waits until the CPU writes 1 at buf[4000 bytes], then signals `chunks`.
   void blocked_job(const std::vector<drm_amdgpu_cs_chunk> &chunks, uint32_t ib_off = 0) {
     buf.u32()[1000] = 0;
@@ -148,8 +160,7 @@ TEST_CASE("SYNCOBJ_EVENTFD on a signalled syncobj fires at once; the kernel keep
           "[syncobj][eventfd]") {
   Rig r;
   const int fd = r.fd.get();
-  uint32_t so = 0;
-  REQUIRE(drmSyncobjCreate(fd, DRM_SYNCOBJ_CREATE_SIGNALED, &so) == 0);
+  const uint32_t so = r.signalled_syncobj();
   REQUIRE(register_eventfd(fd, so, 0, r.efd.get()) == 0);
   CHECK(take(r.efd.get()) == 1);
 
@@ -169,7 +180,6 @@ TEST_CASE("SYNCOBJ_EVENTFD on a signalled syncobj fires at once; the kernel keep
   REQUIRE(register_eventfd(fd, gone, 0, r.efd.get()) == 0);
   REQUIRE(drmSyncobjDestroy(fd, gone) == 0);
   CHECK(take(r.efd.get()) == 0);
-  drmSyncobjDestroy(fd, so);
   drmSyncobjDestroy(fd, later);
 }
 
@@ -208,8 +218,7 @@ TEST_CASE("SYNCOBJ_EVENTFD checks a known fd number again when it names another 
           "[syncobj][eventfd]") {
   Rig r;
   const int fd = r.fd.get();
-  uint32_t so = 0;
-  REQUIRE(drmSyncobjCreate(fd, DRM_SYNCOBJ_CREATE_SIGNALED, &so) == 0);
+  const uint32_t so = r.signalled_syncobj();
   // Re-arming one eventfd many times: every registration fires once, none is lost or doubled.
   uint64_t fired = 0;
   for (int i = 0; i < 200; ++i) {
@@ -243,7 +252,6 @@ TEST_CASE("SYNCOBJ_EVENTFD checks a known fd number again when it names another 
   CHECK(register_eventfd(fd, so, 0, ranged) == -EBADF);
   close(pipe_fds[0]);
   close(pipe_fds[1]);
-  drmSyncobjDestroy(fd, so);
 }
 
 // A number closed around libc (a raw syscall the interposer cannot see) and then taken by one of
@@ -252,8 +260,7 @@ TEST_CASE("SYNCOBJ_EVENTFD forgets a known number the emulator reuses for its ow
           "[syncobj][eventfd]") {
   Rig r;
   const int fd = r.fd.get();
-  uint32_t so = 0;
-  REQUIRE(drmSyncobjCreate(fd, DRM_SYNCOBJ_CREATE_SIGNALED, &so) == 0);
+  const uint32_t so = r.signalled_syncobj();
   const int num = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   REQUIRE(num >= 0);
   REQUIRE(register_eventfd(fd, so, 0, num) == 0);
@@ -262,7 +269,6 @@ TEST_CASE("SYNCOBJ_EVENTFD forgets a known number the emulator reuses for its ow
   Fd other = open_render();
   REQUIRE(other.get() == num);
   CHECK(register_eventfd(fd, so, 0, num) == -EINVAL);  // a DRM file, not an eventfd
-  drmSyncobjDestroy(fd, so);
 }
 
 // The check of a known number uses the pid the emulator keeps: a fork child must compare its own
@@ -271,8 +277,7 @@ TEST_CASE("SYNCOBJ_EVENTFD in a fork child checks the child's fd table",
           "[syncobj][eventfd][fork]") {
   Rig r;
   const int fd = r.fd.get();
-  uint32_t so = 0;
-  REQUIRE(drmSyncobjCreate(fd, DRM_SYNCOBJ_CREATE_SIGNALED, &so) == 0);
+  const uint32_t so = r.signalled_syncobj();
   REQUIRE(register_eventfd(fd, so, 0, r.efd.get()) == 0);  // the parent's number is known
   REQUIRE(take(r.efd.get()) == 1);
 
@@ -288,15 +293,13 @@ TEST_CASE("SYNCOBJ_EVENTFD in a fork child checks the child's fd table",
   REQUIRE(pid > 0);
   CHECK(child_exit_code(pid) == 0);
   CHECK(take(r.efd.get()) == 0);  // and not the parent's, which the child's copy still shares
-  drmSyncobjDestroy(fd, so);
 }
 
 TEST_CASE("RVGL_EMU_NO_SYNCOBJ_EVENTFD=1 answers as a kernel without the ioctl",
           "[syncobj][eventfd][acceptance]") {
   Rig r;
   const int fd = r.fd.get();
-  uint32_t so = 0;
-  REQUIRE(drmSyncobjCreate(fd, DRM_SYNCOBJ_CREATE_SIGNALED, &so) == 0);
+  const uint32_t so = r.signalled_syncobj();
   {
     Knob hide("RVGL_EMU_NO_SYNCOBJ_EVENTFD", "1", "0");
     REQUIRE(hide.rc() == 0);
@@ -307,5 +310,4 @@ TEST_CASE("RVGL_EMU_NO_SYNCOBJ_EVENTFD=1 answers as a kernel without the ioctl",
   }
   CHECK(register_eventfd(fd, so, 0, r.efd.get()) == 0);
   CHECK(take(r.efd.get()) == 1);
-  drmSyncobjDestroy(fd, so);
 }

@@ -87,6 +87,15 @@ struct Report {
   uint64_t id;
 };
 
+// An async delivery that records the ids it reports, in order.
+std::unique_ptr<FenceDelivery> recording_delivery(std::vector<uint64_t> *got) {
+  int err = 0;
+  auto d = FenceDelivery::create(
+      true, [got](uint32_t, uint64_t id) { got->push_back(id); }, &err);
+  REQUIRE(d);
+  return d;
+}
+
 }  // namespace
 
 TEST_CASE("mergeable fences that retire together are reported by the newest of their ring",
@@ -147,10 +156,7 @@ TEST_CASE("mergeable fences that retire together are reported by the newest of t
 TEST_CASE("a non-mergeable fence is reported even when a later one retires with it",
           "[fence-delivery]") {
   std::vector<uint64_t> got;
-  int err = 0;
-  auto d = FenceDelivery::create(
-      true, [&](uint32_t, uint64_t id) { got.push_back(id); }, &err);
-  REQUIRE(d);
+  auto d = recording_delivery(&got);
   auto a = std::make_shared<ManualSource>();
   for (uint64_t p = 1; p <= 4; ++p)
     d->add(0, p, a, p, false);
@@ -164,10 +170,7 @@ TEST_CASE("a non-mergeable fence is reported even when a later one retires with 
 TEST_CASE("add delivers an earlier fence whose point the caller just made known",
           "[fence-delivery]") {
   std::vector<uint64_t> got;
-  int err = 0;
-  auto d = FenceDelivery::create(
-      true, [&](uint32_t, uint64_t id) { got.push_back(id); }, &err);
-  REQUIRE(d);
+  auto d = recording_delivery(&got);
   auto a = std::make_shared<ManualSource>();
   d->add(4, 1, a, 1, false);
   CHECK(got.empty());
