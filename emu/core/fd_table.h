@@ -31,10 +31,7 @@ class FdTable {
     // our reference goes after the unlock.
     std::shared_ptr<UniqueFd> stale;
     std::lock_guard lk(mu_);
-    if (auto e = eventfds_.find(fd); e != eventfds_.end()) {
-      stale = std::move(e->second);
-      eventfds_.erase(e);
-    }
+    stale = drop_eventfd_locked(fd);
     if (fd < fast::kMarkedFds)
       __atomic_store_n(&fast::g_fd_marks[fd], 1, __ATOMIC_RELEASE);
     else if (!files_.count(fd))
@@ -45,11 +42,8 @@ class FdTable {
   std::shared_ptr<OpenFile> take(int fd) {
     std::shared_ptr<UniqueFd> eventfd;  // our reference goes after the unlock
     std::lock_guard lk(mu_);
-    if (auto e = eventfds_.find(fd); e != eventfds_.end()) {
-      eventfd = std::move(e->second);
-      eventfds_.erase(e);
-      __atomic_store_n(&fast::g_fd_marks[fd], 0, __ATOMIC_RELEASE);
-    }
+    eventfd = drop_eventfd_locked(fd);
+    if (eventfd) __atomic_store_n(&fast::g_fd_marks[fd], 0, __ATOMIC_RELEASE);
     auto it = files_.find(fd);
     if (it == files_.end()) return nullptr;
     auto f = std::move(it->second);
@@ -108,6 +102,16 @@ class FdTable {
   }
 
  private:
+  // Takes a known eventfd at `fd` out of the table (null if none); the caller keeps the
+  // reference until after the unlock and decides the number's mark.
+  std::shared_ptr<UniqueFd> drop_eventfd_locked(int fd) {
+    auto e = eventfds_.find(fd);
+    if (e == eventfds_.end()) return nullptr;
+    auto ref = std::move(e->second);
+    eventfds_.erase(e);
+    return ref;
+  }
+
   mutable std::mutex mu_;
   std::unordered_map<int, std::shared_ptr<OpenFile>> files_;
   std::unordered_map<int, std::shared_ptr<UniqueFd>> eventfds_;

@@ -29,6 +29,10 @@ class HandleTable {
     auto it = items_.find(id);
     return it == items_.end() ? nullptr : &it->second;
   }
+  const T *find(uint32_t id) const {
+    auto it = items_.find(id);
+    return it == items_.end() ? nullptr : &it->second;
+  }
 
   bool erase(uint32_t id, T *out = nullptr) {
     auto it = items_.find(id);
@@ -73,7 +77,7 @@ class SharedHandleTable {
   }
   std::shared_ptr<T> get(uint32_t id) const {
     std::lock_guard lk(mu_);
-    const auto *v = const_cast<HandleTable<std::shared_ptr<T>> &>(table_).find(id);
+    const auto *v = table_.find(id);
     return v ? *v : nullptr;
   }
   bool erase(uint32_t id, std::shared_ptr<T> *out) {
