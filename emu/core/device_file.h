@@ -43,7 +43,10 @@ class DeviceFile final : public OpenFile {
   std::unordered_map<const BufferObject *, uint32_t> bo_handles;
   // Objects imported from a dma-buf of another device (or a udmabuf), by their pages.
   std::unordered_map<const Backing *, uint32_t> foreign_imports;
-  HandleTable<std::shared_ptr<Context>> contexts;
+  // Its own lock, the kernel's amdgpu_ctx_mgr.lock: CTX, WAIT_CS and WAIT_FENCES take only it,
+  // never the state lock a CS holds throughout. The same lock guards every context's fence ring
+  // (the kernel's ctx->ring_lock, held as briefly).
+  SharedHandleTable<Context> contexts;
   SharedHandleTable<Syncobj> syncobjs;  // its own lock: SYNCOBJ_EVENTFD needs no state lock
   HandleTable<BoList> bo_lists;
   HandleTable<std::shared_ptr<UserQueue>> userqs;

@@ -102,7 +102,8 @@ void Emulator::lock_for_fork() {
     if (f->kind() != OpenFile::Kind::Device) return;
     auto *df = static_cast<DeviceFile *>(f.get());
     fork_locked_.push_back(&df->vm->fork_lock());
-    fork_locked_.push_back(&df->syncobjs.fork_lock());
+    fork_locked_.push_back(&df->syncobjs.mutex());
+    fork_locked_.push_back(&df->contexts.mutex());
     for (auto &[id, q] : df->userqs)
       fork_locked_.push_back(&q->fork_lock());
   });

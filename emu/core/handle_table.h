@@ -88,7 +88,12 @@ class SharedHandleTable {
     std::lock_guard lk(mu_);
     return table_.size();
   }
-  std::mutex &fork_lock() { return mu_; }
+  // For a caller that must look up and use an object under the same lock (mutex() held).
+  std::shared_ptr<T> get_locked(uint32_t id) const {
+    const auto *v = table_.find(id);
+    return v ? *v : nullptr;
+  }
+  std::mutex &mutex() const { return mu_; }
 
  private:
   mutable std::mutex mu_;

@@ -34,10 +34,12 @@ class Context {
   // Jobs submitted so far (fault injection counts "the Nth job of a context").
   std::atomic<uint64_t> jobs_submitted{0};
 
-  // The rest is guarded by the emulator state lock.
   // amdgpu_ctx.c reset_counter_query: the device reset counter the last QUERY_STATE (v1) saw.
-  uint32_t reset_counter_query = 0;
-  uint32_t stable_pstate = 0;  // AMDGPU_CTX_STABLE_PSTATE_*
+  std::atomic<uint32_t> reset_counter_query{0};
+  std::atomic<uint32_t> stable_pstate{0};  // AMDGPU_CTX_STABLE_PSTATE_*
+
+  // The fence ring: the lock of the file's context table held (DeviceFile::contexts.mutex(),
+  // standing in for the kernel's ctx->ring_lock), whether or not the context is still in it.
   // A new fence for the entity's next job, on the entity's own timeline (its drm_sched_entity's
   // fence context); add_fence() then gives it its sequence number.
   std::shared_ptr<Fence> new_job_fence(const EntityKey &key);

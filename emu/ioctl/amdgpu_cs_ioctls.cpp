@@ -68,11 +68,9 @@ int parse_ib(DeviceFile &f, const std::vector<uint8_t> &bytes, Parsed &p) {
 
 int parse_dependencies(DeviceFile &f, const std::vector<uint8_t> &bytes, Parsed &p) {
   for (const auto &dep : as_array<drm_amdgpu_cs_chunk_dep>(bytes)) {
-    auto *ctx = f.contexts.find(dep.ctx_id);
-    if (!ctx) return -EINVAL;
-    if (int r = validate_entity(f.device, dep.ip_type, dep.ip_instance, dep.ring)) return r;
     std::shared_ptr<Fence> fence;
-    if (int r = (*ctx)->get_fence({dep.ip_type, dep.ip_instance, dep.ring}, dep.handle, fence))
+    if (int r = lookup_job_fence(f, dep.ctx_id, dep.ip_type, dep.ip_instance, dep.ring, dep.handle,
+                                 fence))
       return r;
     if (fence) p.deps.push_back({fence, nullptr, 0});
   }
@@ -156,9 +154,8 @@ int amdgpu_ioctl_cs(DeviceFile &f, void *data) {
   const auto in = a->in;
   Device &d = f.device;
   std::lock_guard lk(Emulator::get().mutex());
-  auto *pctx = f.contexts.find(in.ctx_id);
-  if (!pctx) return -EINVAL;
-  std::shared_ptr<Context> ctx = *pctx;
+  std::shared_ptr<Context> ctx = f.contexts.get(in.ctx_id);
+  if (!ctx) return -EINVAL;
   // amdgpu_cs_parser_init(): a guilty context, or one from before a VRAM loss, submits nothing.
   if (ctx->guilty.load()) return -ECANCELED;
   if (ctx->vram_lost_counter_at_create() != d.resets().vram_lost.load()) return -ECANCELED;
@@ -194,8 +191,11 @@ int amdgpu_ioctl_cs(DeviceFile &f, void *data) {
   job->ring = p.entity.ring;
   job->ibs = std::move(p.ibs);
   job->deps = std::move(p.deps);
-  job->fence = ctx->new_job_fence(p.entity);
-  job->seq = ctx->add_fence(p.entity, job->fence);
+  {
+    std::lock_guard clk(f.contexts.mutex());
+    job->fence = ctx->new_job_fence(p.entity);
+    job->seq = ctx->add_fence(p.entity, job->fence);
+  }
   job->ordinal = ++ctx->jobs_submitted;
   job->user_fence_bo = std::move(p.user_fence_bo);
   job->user_fence_offset = p.user_fence_offset;

@@ -8,7 +8,6 @@
 
 #include "amdgpu/uapi/amdgpu_drm_ext.h"
 #include "core/device.h"
-#include "core/emulator.h"
 #include "ioctl/handlers.h"
 
 namespace rvgl::emu {
@@ -62,7 +61,8 @@ int amdgpu_ioctl_ctx(DeviceFile &f, void *data) {
   auto *a = static_cast<drm_amdgpu_ctx *>(data);
   const auto in = a->in;
   Device &d = f.device;
-  std::lock_guard lk(Emulator::get().mutex());
+  // No state lock: the kernel takes only the file's ctx_mgr lock here (amdgpu_ctx_ioctl), which
+  // the context table's own lock stands for, so a query never waits for a CS in progress.
   switch (in.op) {
     case AMDGPU_CTX_OP_ALLOC_CTX: {
       if (!priority_valid(in.priority)) return -EINVAL;
@@ -71,7 +71,7 @@ int amdgpu_ioctl_ctx(DeviceFile &f, void *data) {
         return -EACCES;
       auto ctx = std::make_shared<Context>(in.priority, d.resets().gpu_resets.load(),
                                            d.resets().vram_lost.load());
-      ctx->reset_counter_query = ctx->reset_counter_at_create();
+      ctx->reset_counter_query.store(ctx->reset_counter_at_create());
       std::memset(a, 0, sizeof(*a));
       a->out.alloc.ctx_id = f.contexts.insert(std::move(ctx));
       return 0;
@@ -82,9 +82,9 @@ int amdgpu_ioctl_ctx(DeviceFile &f, void *data) {
     }
     case AMDGPU_CTX_OP_QUERY_STATE:
     case AMDGPU_CTX_OP_QUERY_STATE2: {
-      auto *pc = f.contexts.find(in.ctx_id);
+      const std::shared_ptr<Context> pc = f.contexts.get(in.ctx_id);
       if (!pc) return -EINVAL;
-      Context &c = **pc;
+      Context &c = *pc;
       const uint32_t resets = d.resets().gpu_resets.load();
       const bool reset = c.reset_seen.load() || c.reset_counter_at_create() != resets;
       const bool vram_lost = c.vram_lost_counter_at_create() != d.resets().vram_lost.load();
@@ -92,9 +92,9 @@ int amdgpu_ioctl_ctx(DeviceFile &f, void *data) {
       if (in.op == AMDGPU_CTX_OP_QUERY_STATE) {
         // amdgpu_ctx_query(): UNKNOWN_RESET once per change of the device's reset counter since
         // the last query (or since creation), NO_RESET otherwise; never GUILTY or INNOCENT.
-        a->out.state.reset_status =
-            c.reset_counter_query == resets ? AMDGPU_CTX_NO_RESET : AMDGPU_CTX_UNKNOWN_RESET;
-        c.reset_counter_query = resets;
+        a->out.state.reset_status = c.reset_counter_query.exchange(resets) == resets
+                                        ? AMDGPU_CTX_NO_RESET
+                                        : AMDGPU_CTX_UNKNOWN_RESET;
         return 0;
       }
       uint64_t flags = 0;
@@ -106,17 +106,17 @@ int amdgpu_ioctl_ctx(DeviceFile &f, void *data) {
     }
     case AMDGPU_CTX_OP_GET_STABLE_PSTATE:
     case AMDGPU_CTX_OP_SET_STABLE_PSTATE: {
-      auto *pc = f.contexts.find(in.ctx_id);
+      const std::shared_ptr<Context> pc = f.contexts.get(in.ctx_id);
       if (!pc) return -EINVAL;
       if (in.op == AMDGPU_CTX_OP_SET_STABLE_PSTATE) {
         if (in.flags & ~AMDGPU_CTX_STABLE_PSTATE_FLAGS_MASK) return -EINVAL;
         if ((in.flags & AMDGPU_CTX_STABLE_PSTATE_FLAGS_MASK) > AMDGPU_CTX_STABLE_PSTATE_PEAK)
           return -EINVAL;
-        (*pc)->stable_pstate = in.flags & AMDGPU_CTX_STABLE_PSTATE_FLAGS_MASK;
+        pc->stable_pstate.store(in.flags & AMDGPU_CTX_STABLE_PSTATE_FLAGS_MASK);
         std::memset(a, 0, sizeof(*a));
         return 0;
       }
-      const uint32_t v = (*pc)->stable_pstate;
+      const uint32_t v = pc->stable_pstate.load();
       std::memset(a, 0, sizeof(*a));
       a->out.pstate.flags = v;
       return 0;

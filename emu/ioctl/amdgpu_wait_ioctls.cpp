@@ -15,28 +15,21 @@
 
 namespace rvgl::emu {
 
-namespace {
-
-// amdgpu_cs_get_fence(): the fence of (context, ring, seq); null when known signaled. State lock.
-int lookup_fence(DeviceFile &f, uint32_t ctx_id, uint32_t ip, uint32_t inst, uint32_t ring,
-                 uint64_t seq, std::shared_ptr<Fence> &out) {
-  auto *ctx = f.contexts.find(ctx_id);
+int lookup_job_fence(DeviceFile &f, uint32_t ctx_id, uint32_t ip, uint32_t instance, uint32_t ring,
+                     uint64_t seq, std::shared_ptr<Fence> &out) {
+  if (int r = validate_entity(f.device, ip, instance, ring)) return r;
+  std::lock_guard lk(f.contexts.mutex());
+  auto ctx = f.contexts.get_locked(ctx_id);
   if (!ctx) return -EINVAL;
-  if (int r = validate_entity(f.device, ip, inst, ring)) return r;
-  return (*ctx)->get_fence({ip, inst, ring}, seq, out);
+  return ctx->get_fence({ip, instance, ring}, seq, out);
 }
-
-}  // namespace
 
 int amdgpu_ioctl_wait_cs(DeviceFile &f, void *data) {
   auto *a = static_cast<drm_amdgpu_wait_cs *>(data);
   const auto in = a->in;
   std::shared_ptr<Fence> fence;
-  {
-    std::lock_guard lk(Emulator::get().mutex());
-    if (int r = lookup_fence(f, in.ctx_id, in.ip_type, in.ip_instance, in.ring, in.handle, fence))
-      return r;
-  }
+  if (int r = lookup_job_fence(f, in.ctx_id, in.ip_type, in.ip_instance, in.ring, in.handle, fence))
+    return r;
   bool signaled = true;
   if (fence) {
     signaled = fence->wait(deadline_from_amdgpu_timeout(in.timeout));
@@ -55,13 +48,10 @@ int amdgpu_ioctl_wait_fences(DeviceFile &f, void *data) {
   if (copy_from_user(user.data(), in.fences, user.size() * sizeof(drm_amdgpu_fence)))
     return -EFAULT;
   std::vector<std::shared_ptr<Fence>> fences(user.size());
-  {
-    std::lock_guard lk(Emulator::get().mutex());
-    for (size_t i = 0; i < user.size(); ++i)
-      if (int r = lookup_fence(f, user[i].ctx_id, user[i].ip_type, user[i].ip_instance,
-                               user[i].ring, user[i].seq_no, fences[i]))
-        return r;
-  }
+  for (size_t i = 0; i < user.size(); ++i)
+    if (int r = lookup_job_fence(f, user[i].ctx_id, user[i].ip_type, user[i].ip_instance,
+                                 user[i].ring, user[i].seq_no, fences[i]))
+      return r;
   const Deadline deadline = deadline_from_amdgpu_timeout(in.timeout_ns);
   uint32_t first = 0;
   bool signaled = true;
@@ -102,10 +92,10 @@ int amdgpu_ioctl_wait_fences(DeviceFile &f, void *data) {
 int amdgpu_ioctl_fence_to_handle(DeviceFile &f, void *data) {
   auto *a = static_cast<drm_amdgpu_fence_to_handle *>(data);
   const auto in = a->in;
-  std::lock_guard lk(Emulator::get().mutex());
+  std::lock_guard lk(Emulator::get().mutex());  // the fd helpers below want it
   std::shared_ptr<Fence> fence;
-  if (int r = lookup_fence(f, in.fence.ctx_id, in.fence.ip_type, in.fence.ip_instance,
-                           in.fence.ring, in.fence.seq_no, fence))
+  if (int r = lookup_job_fence(f, in.fence.ctx_id, in.fence.ip_type, in.fence.ip_instance,
+                               in.fence.ring, in.fence.seq_no, fence))
     return r;
   if (!fence) fence = Fence::signaled();
   std::memset(a, 0, sizeof(*a));

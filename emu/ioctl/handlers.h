@@ -75,6 +75,11 @@ int read_bo_list(DeviceFile &f, uint64_t ptr, uint32_t count, uint32_t stride,
 uint32_t ctx_ring_count(const Device &d, uint32_t ip);
 // amdgpu_ctx_get_entity(): -EINVAL unless the IP, instance and ring exist on the device.
 int validate_entity(const Device &d, uint32_t ip, uint32_t instance, uint32_t ring);
+// amdgpu_ctx_get() + amdgpu_ctx_get_fence(): the fence of (context, ring, seq), null when known
+// signaled; -EINVAL for an unknown context or entity or a sequence not yet emitted. Takes the
+// file's context lock only, as the kernel takes its ctx_mgr lock and the context's ring_lock.
+int lookup_job_fence(DeviceFile &f, uint32_t ctx_id, uint32_t ip, uint32_t instance, uint32_t ring,
+                     uint64_t seq, std::shared_ptr<Fence> &out);
 // Whether f is its primary node's DRM master (drm_gem_names.cpp; state lock held).
 bool drm_file_is_master(const DeviceFile &f);
 // Whether the caller may ask for high scheduling priority (CAP_SYS_NICE, as the kernel checks).

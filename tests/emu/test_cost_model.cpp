@@ -10,7 +10,11 @@
 
 #include <catch2/catch.hpp>
 #include <atomic>
+#include <chrono>
+#include <future>
 #include <thread>
+
+#include "core/emulator.h"
 
 #include "emu_test_support.h"
 
@@ -248,4 +252,46 @@ TEST_CASE("userptr VALIDATE walks every VMA of the range", "[cost][userptr]") {
   REQUIRE(gem_userptr(fd.get(), mem + 33 * 4096, 31 * 4096, ro, &h) == 0);
   gem_close(fd.get(), h);
   munmap(mem, kPages * 4096);
+}
+
+// The kernel looks a context up under the file's ctx_mgr lock and reads its fence ring under
+// ctx->ring_lock (amdgpu_ctx.c), never under a lock a CS holds for its whole length: a health
+// check (WAIT_CS, WAIT_FENCES, CTX QUERY_STATE2) on one thread must not wait for a CS in progress
+// on another. White box: this thread holds the emulator's state lock, as a CS does throughout.
+TEST_CASE("WAIT_CS, WAIT_FENCES and CTX answer while a CS holds the state lock", "[cost][lock]") {
+  Fd fd = open_render();
+  REQUIRE(fd.get() >= 0);
+  uint32_t ctx = 0;
+  REQUIRE(ctx_create(fd.get(), &ctx) == 0);
+  GpuBuffer buf;
+  REQUIRE(buf.create(fd.get(), 4096, 0x100000) == 0);
+  std::vector<uint32_t> ib;
+  sdma::fence(ib, buf.va + 2048, 7);
+  uint64_t seq = 0;
+  REQUIRE(submit(fd.get(), ctx, AMDGPU_HW_IP_DMA, 0, place_ib(buf, 0, ib), ib.size() * 4, &seq) ==
+          0);
+  REQUIRE(wait_cs(fd.get(), ctx, AMDGPU_HW_IP_DMA, 0, seq, abs_timeout_ms(5000)) == 0);
+
+  for (int what = 0; what < 3; ++what) {
+    INFO("ioctl " << (what == 0 ? "WAIT_CS" : what == 1 ? "WAIT_FENCES" : "CTX QUERY_STATE2"));
+    std::unique_lock state(rvgl::emu::Emulator::get().mutex());
+    auto answer = std::async(std::launch::async, [&] {
+      if (what == 0) return wait_cs(fd.get(), ctx, AMDGPU_HW_IP_DMA, 0, seq, 0);
+      if (what == 1) {
+        drm_amdgpu_fence f{ctx, AMDGPU_HW_IP_DMA, 0, 0, seq};
+        drm_amdgpu_wait_fences w{};
+        w.in.fences = reinterpret_cast<uintptr_t>(&f);
+        w.in.fence_count = 1;
+        w.in.wait_all = 1;
+        const int r = xioctl(fd.get(), DRM_IOCTL_AMDGPU_WAIT_FENCES, &w);
+        return r ? r : w.out.status == 1 ? 0 : -1;
+      }
+      return ctx_state2(fd.get(), ctx) == 0 ? 0 : -1;
+    });
+    const bool answered = answer.wait_for(std::chrono::seconds(5)) == std::future_status::ready;
+    state.unlock();  // a refused check must not leave the thread blocked
+    CHECK(answered);
+    CHECK(answer.get() == 0);
+  }
+  REQUIRE(ctx_free(fd.get(), ctx) == 0);
 }
