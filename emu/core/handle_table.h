@@ -77,8 +77,7 @@ class SharedHandleTable {
   }
   std::shared_ptr<T> get(uint32_t id) const {
     std::lock_guard lk(mu_);
-    const auto *v = table_.find(id);
-    return v ? *v : nullptr;
+    return get_locked(id);
   }
   bool erase(uint32_t id, std::shared_ptr<T> *out) {
     std::lock_guard lk(mu_);
