@@ -244,6 +244,19 @@ inline int wait_cs(int fd, uint32_t ctx, uint32_t ip, uint32_t ring, uint64_t se
   return w.out.status ? 1 : 0;
 }
 
+// WAIT_FENCES on one fence: the ioctl's result, and what it answered in *out.
+inline int wait_fence(int fd, drm_amdgpu_fence fence, bool wait_all, uint64_t abs_timeout_ns,
+                      drm_amdgpu_wait_fences_out *out) {
+  drm_amdgpu_wait_fences w{};
+  w.in.fences = reinterpret_cast<uintptr_t>(&fence);
+  w.in.fence_count = 1;
+  w.in.wait_all = wait_all;
+  w.in.timeout_ns = abs_timeout_ns;
+  const int r = xioctl(fd, DRM_IOCTL_AMDGPU_WAIT_FENCES, &w);
+  *out = w.out;
+  return r;
+}
+
 // A GPU buffer in one file: created, CPU-mapped and mapped at `va` in that file's VM.
 struct GpuBuffer {
   int fd = -1;

@@ -278,13 +278,9 @@ TEST_CASE("WAIT_CS, WAIT_FENCES and CTX answer while a CS holds the state lock",
     auto answer = std::async(std::launch::async, [&] {
       if (what == 0) return wait_cs(fd.get(), ctx, AMDGPU_HW_IP_DMA, 0, seq, 0);
       if (what == 1) {
-        drm_amdgpu_fence f{ctx, AMDGPU_HW_IP_DMA, 0, 0, seq};
-        drm_amdgpu_wait_fences w{};
-        w.in.fences = reinterpret_cast<uintptr_t>(&f);
-        w.in.fence_count = 1;
-        w.in.wait_all = 1;
-        const int r = xioctl(fd.get(), DRM_IOCTL_AMDGPU_WAIT_FENCES, &w);
-        return r ? r : w.out.status == 1 ? 0 : -1;
+        drm_amdgpu_wait_fences_out out{};
+        const int r = wait_fence(fd.get(), {ctx, AMDGPU_HW_IP_DMA, 0, 0, seq}, true, 0, &out);
+        return r ? r : out.status == 1 ? 0 : -1;
       }
       return ctx_state2(fd.get(), ctx) == 0 ? 0 : -1;
     });

@@ -181,24 +181,17 @@ TEST_CASE("FENCE_TO_HANDLE and WAIT_FENCES see CS fences", "[syncobj]") {
   uint32_t so = f2h.out.handle;
   CHECK(drmSyncobjWait(fd, &so, 1, abs_timeout_ms(20), 0, nullptr) == -ETIME);
 
-  drm_amdgpu_fence fences[1] = {{s.ctx, AMDGPU_HW_IP_DMA, 0, 0, seq}};
-  drm_amdgpu_wait_fences w{};
-  w.in.fences = reinterpret_cast<uintptr_t>(fences);
-  w.in.fence_count = 1;
-  w.in.wait_all = 1;
-  w.in.timeout_ns = abs_timeout_ms(20);
-  REQUIRE(xioctl(fd, DRM_IOCTL_AMDGPU_WAIT_FENCES, &w) == 0);
-  CHECK(w.out.status == 0);  // not signaled within the timeout
+  const drm_amdgpu_fence fence{s.ctx, AMDGPU_HW_IP_DMA, 0, 0, seq};
+  drm_amdgpu_wait_fences_out out{};
+  REQUIRE(wait_fence(fd, fence, true, abs_timeout_ms(20), &out) == 0);
+  CHECK(out.status == 0);  // not signaled within the timeout
 
   s.buf.u32()[1000] = 1;
   CHECK(drmSyncobjWait(fd, &so, 1, abs_timeout_ms(5000), 0, nullptr) == 0);
-  w = {};
-  w.in.fences = reinterpret_cast<uintptr_t>(fences);
-  w.in.fence_count = 1;
-  w.in.timeout_ns = abs_timeout_ms(5000);
-  REQUIRE(xioctl(fd, DRM_IOCTL_AMDGPU_WAIT_FENCES, &w) == 0);
-  CHECK(w.out.status == 1);
-  CHECK(w.out.first_signaled == 0);
+  out = {};
+  REQUIRE(wait_fence(fd, fence, false, abs_timeout_ms(5000), &out) == 0);
+  CHECK(out.status == 1);
+  CHECK(out.first_signaled == 0);
   // A sequence number not yet emitted is an error.
   CHECK(wait_cs(fd, s.ctx, AMDGPU_HW_IP_DMA, 0, seq + 10, 0) == -EINVAL);
 }
