@@ -101,7 +101,10 @@ int CompletionEngine::insert(uint32_t handle, Watch *w, uint64_t *id) {
     std::lock_guard lk(mu_);
     *id = next_id_++;
     if (!handle) {
-      timers_[*id] = w;
+      std::lock_guard tl(timers_mu_);
+      Timer &t = timers_[*id];
+      t.watch = w;
+      refile_locked(*id, t);
     } else {
       if (efd) {
         // Edge-triggered: every signal of the eventfd is an event of its own, so the counter
@@ -138,14 +141,21 @@ int CompletionEngine::add_timer(Watch *w, uint64_t *id) {
 
 void CompletionEngine::remove(uint64_t id) {
   uint32_t handle = 0;
+  bool timer = false;
   {
-    std::lock_guard lk(mu_);
-    if (!timers_.erase(id)) {
-      auto it = entries_.find(id);
-      if (it == entries_.end()) return;
-      handle = it->second.handle;
-      entries_.erase(it);  // a stale id left on to_arm_ is skipped there
+    std::lock_guard tl(timers_mu_);
+    if (auto it = timers_.find(id); it != timers_.end()) {
+      by_deadline_.erase({it->second.at, id});
+      timers_.erase(it);
+      timer = true;
     }
+  }
+  if (!timer) {
+    std::lock_guard lk(mu_);
+    auto it = entries_.find(id);
+    if (it == entries_.end()) return;
+    handle = it->second.handle;
+    entries_.erase(it);  // a stale id left on to_arm_ is skipped there
   }
   // A call into the watch may be under way on the engine thread; wait it out (unless this is that
   // call, removing its own watch).
@@ -171,8 +181,13 @@ void CompletionEngine::rearm() {
 }
 
 size_t CompletionEngine::watch_count() const {
-  std::lock_guard lk(mu_);
-  return entries_.size() + timers_.size();
+  size_t n;
+  {
+    std::lock_guard lk(mu_);
+    n = entries_.size();
+  }
+  std::lock_guard tl(timers_mu_);
+  return n + timers_.size();
 }
 
 CompletionEngine::Registrations CompletionEngine::registrations() const {
@@ -185,25 +200,38 @@ uint64_t CompletionEngine::wakeups() const {
   return wakeups_;
 }
 
-int64_t CompletionEngine::next_deadline_locked(int64_t now) {
+void CompletionEngine::refile_locked(uint64_t id, Timer &t) {
+  if (t.at) by_deadline_.erase({t.at, id});
+  t.at = t.watch->deadline_ns();
+  if (t.at) by_deadline_.emplace(t.at, id);
+}
+
+void CompletionEngine::deadline_moved(uint64_t id) {
+  std::lock_guard tl(timers_mu_);
+  if (auto it = timers_.find(id); it != timers_.end()) refile_locked(id, it->second);
+}
+
+int64_t CompletionEngine::next_deadline(int64_t now) {
   int64_t deadline = now + kSafetyNetNs;
-  for (auto &[id, w] : timers_)
-    if (const int64_t d = w->deadline_ns(); d && d < deadline) deadline = d;
+  std::lock_guard tl(timers_mu_);
+  if (!by_deadline_.empty() && by_deadline_.begin()->first < deadline)
+    deadline = by_deadline_.begin()->first;
   return deadline;
 }
 
 void CompletionEngine::call_due(int64_t now) {
   // calls_mu_ held by the caller: watches are only removed after it is released.
-  std::vector<Watch *> due;
+  std::vector<std::pair<uint64_t, Watch *>> due;
   {
-    std::lock_guard lk(mu_);
-    for (auto &[id, w] : timers_) {
-      const int64_t d = w->deadline_ns();
-      if (d && d <= now) due.push_back(w);
-    }
+    std::lock_guard tl(timers_mu_);
+    for (auto it = by_deadline_.begin(); it != by_deadline_.end() && it->first <= now; ++it)
+      due.emplace_back(it->second, timers_.at(it->second).watch);
   }
-  for (Watch *w : due)
+  for (auto &[id, w] : due) {
     w->tick(now);
+    // A tick moves its own deadline (a later one, or none); read it whether or not it said so.
+    deadline_moved(id);
+  }
 }
 
 void CompletionEngine::run() {
@@ -227,7 +255,7 @@ void CompletionEngine::run_wait() {
     {
       std::lock_guard lk(mu_);
       if (stop_) return;
-      deadline = next_deadline_locked(monotonic_ns());
+      deadline = next_deadline(monotonic_ns());
       for (auto &[id, e] : entries_) {
         if (const uint64_t p = e.watch->arm_point()) {
           handles.push_back(e.handle);
@@ -359,7 +387,7 @@ void CompletionEngine::run_eventfd() {
       std::lock_guard lk(mu_);
       if (stop_) return;
       arm_idle_locked();
-      deadline = next_deadline_locked(monotonic_ns());
+      deadline = next_deadline(monotonic_ns());
     }
     const int64_t wait_ns = deadline - monotonic_ns();
     const int timeout_ms = wait_ns <= 0 ? 0 : static_cast<int>((wait_ns + 999'999) / 1'000'000);

@@ -14,15 +14,21 @@
 // wakeup of this thread: no ioctl on the VMM's thread per fence or per submit. Watches may also
 // ask for a deadline (rate-limited work such as health checks).
 //
-// Threads: add/remove/rearm on any thread; arm_point/deadline_ns are called on the engine thread
-// with the engine's table lock held (so they must not call the engine); reached/tick on the
-// engine thread without it. Once remove() returns, the engine never calls that watch again.
+// Deadlines are kept in order by the engine, not asked of every watch on every wakeup: a watch
+// reports a change with deadline_moved() (a wakeup then costs the same whatever the number of
+// contexts, each of which has a timer).
+//
+// Threads: add/remove/rearm/deadline_moved on any thread; arm_point is called on the engine
+// thread with the engine's table lock held (so it must not call the engine); deadline_ns under
+// the timer lock (a leaf: it must take no lock); reached/tick on the engine thread without
+// either. Once remove() returns, the engine never calls that watch again.
 #pragma once
 
 #include <cstdint>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -40,7 +46,8 @@ class CompletionEngine {
     virtual uint64_t arm_point() = 0;
     // The point handed out by arm_point() has signalled.
     virtual void reached(uint64_t point) = 0;
-    // CLOCK_MONOTONIC ns at which tick() is wanted, 0 for none.
+    // CLOCK_MONOTONIC ns at which tick() is wanted, 0 for none. Read when the watch is added,
+    // after each tick(), and when deadline_moved() says it changed.
     virtual int64_t deadline_ns() { return 0; }
     virtual void tick(int64_t /*now_ns*/) {}
     // eventfd mode: an eventfd of someone else's (a poll-mode VMM's) that the kernel signals
@@ -66,6 +73,10 @@ class CompletionEngine {
   // A watch with no timeline: deadlines only.
   int add_timer(Watch *w, uint64_t *id);
   void remove(uint64_t id);
+  // Timer `id`'s deadline_ns() changed: read again now. Takes only the timer lock, so the watch
+  // may call it with its own locks held. It does not wake the thread: a deadline moved earlier
+  // than any the thread sleeps for needs rearm() too (outside the watch's locks).
+  void deadline_moved(uint64_t id);
   // Makes the thread ask every watch again now (one signal ioctl). Needed only when a watch's
   // arm point or deadline moved earlier than what the thread waits for.
   void rearm();
@@ -121,7 +132,13 @@ class CompletionEngine {
   bool arm_own_locked(Entry &e, uint64_t p);
   // eventfd mode: reached() for the delegated points reported to this thread (calls_mu_ held).
   void call_reported();
-  int64_t next_deadline_locked(int64_t now);
+  struct Timer {
+    Watch *watch = nullptr;
+    int64_t at = 0;  // the deadline it reported last, 0 for none
+  };
+  // Reads the watch's deadline again and files it (timers_mu_ held).
+  void refile_locked(uint64_t id, Timer &t);
+  int64_t next_deadline(int64_t now);
   void call_due(int64_t now);
   int insert(uint32_t handle, Watch *w, uint64_t *id);
 
@@ -131,11 +148,14 @@ class CompletionEngine {
   UniqueFd epoll_;                      // eventfd mode
   UniqueFd wake_efd_;                   // eventfd mode: a rearm writes it
 
-  // entries_, timers_, to_arm_, reported_, wake_point_, stop_, wakeups_, registrations_
+  // entries_, to_arm_, reported_, wake_point_, stop_, wakeups_, registrations_, next_id_
   mutable std::mutex mu_;
   std::map<uint64_t, Entry> entries_;  // timeline watches
-  // Timer watches apart, so a wakeup looks at deadlines of timers only, not at every watch.
-  std::map<uint64_t, Watch *> timers_;
+
+  // Timer watches and their deadlines in order. A leaf lock: nothing else is taken under it.
+  mutable std::mutex timers_mu_;
+  std::map<uint64_t, Timer> timers_;
+  std::set<std::pair<int64_t, uint64_t>> by_deadline_;  // (at, id) of every timer with one
   // eventfd mode: watches with no registration outstanding (new, or their point fired), so a
   // wakeup re-arms what fired rather than walking every watch.
   std::vector<uint64_t> to_arm_;

@@ -110,10 +110,15 @@ bool QueueHealth::completed_later(uint32_t handle, uint64_t point, int64_t now) 
   return true;
 }
 
+void QueueHealth::on_deadline_moved(std::function<void()> moved) {
+  std::lock_guard lk(mu_);
+  moved_ = std::move(moved);
+}
+
 void QueueHealth::publish_deadline_locked() {
   int64_t d = due_ns_;
   if (next_user_poll_ns_ && (!d || next_user_poll_ns_ < d)) d = next_user_poll_ns_;
-  deadline_.store(d, std::memory_order_release);
+  if (deadline_.exchange(d, std::memory_order_acq_rel) != d && moved_) moved_();
 }
 
 int64_t QueueHealth::deadline_ns() {
@@ -148,8 +153,8 @@ void QueueHealth::maybe_check(int64_t now) {
     }
     const int64_t interval = HealthPacer::process().interval_ns(now);
     if (last_check_ns_ && now - last_check_ns_ < interval) {
-      // Deferred, not dropped: the engine calls tick() at the deadline (it reads deadlines on
-      // every loop, and this runs on its thread, so no rearm is needed).
+      // Deferred, not dropped: the engine calls tick() at the deadline (publishing files it
+      // with the engine, and this runs on its thread before it sleeps, so no rearm is needed).
       due_ns_ = last_check_ns_ + interval;
       publish_deadline_locked();
       return;

@@ -69,6 +69,11 @@ class QueueHealth final : public CompletionEngine::Watch {
   // marked and false says the engine must look first (it classifies before the point is known).
   bool completed_later(uint32_t handle, uint64_t point, int64_t now_ns);
 
+  // Called (with this class's lock held: it must take only a leaf lock) whenever deadline_ns()
+  // changes, so the engine files the new deadline instead of asking every context on every
+  // wakeup (CompletionEngine::deadline_moved). Set once, before any queue is added.
+  void on_deadline_moved(std::function<void()> moved);
+
   // CompletionEngine::Watch (a timer-only watch).
   uint64_t arm_point() override { return 0; }
   void reached(uint64_t) override {}
@@ -117,14 +122,15 @@ class QueueHealth final : public CompletionEngine::Watch {
   void maybe_check(int64_t now_ns);
   void check(int64_t now_ns);
   void post(uint32_t type, uint32_t queue, uint64_t p0, uint64_t p1);
-  // Makes deadline_ns() (read by the engine on every wakeup, for every context) a load, not a
-  // lock: called after every change of due_ns_ or next_user_poll_ns_.
+  // Publishes the deadline (deadline_ns() is a load, not a lock) and tells the engine it moved:
+  // called after every change of due_ns_ or next_user_poll_ns_.
   void publish_deadline_locked();
 
   std::shared_ptr<AmdgpuDevice> dev_;
   ResetProbe probe_;  // created before any queue's context: it vouches only for later ones
   EventRing &events_;
   std::function<void()> rearm_;
+  std::function<void()> moved_;  // under mu_
 
   // Held for a whole check (engine thread); remove() takes it to wait a check out,
   // completed_later() tries it to see one under way. Outside mu_.
