@@ -107,26 +107,24 @@ int KernelQueue::submit(std::span<const rvgl_ib> ibs, std::span<const TimelinePo
   return 0;
 }
 
-uint64_t KernelQueue::finished_point() const {
+uint64_t KernelQueue::newest_finished(uint64_t floor) const {
   if (!user_fence_) return 0;
   const uint64_t written = user_fence_->read();
   if (!written) return 0;
   std::lock_guard lk(recent_mu_);
   // Newest first: at a fence the newest submission is usually the one done.
-  for (auto it = recent_.rbegin(); it != recent_.rend(); ++it)
+  for (auto it = recent_.rbegin(); it != recent_.rend() && it->first >= floor; ++it)
     if (it->second <= written) return it->first;
   return 0;
 }
 
+uint64_t KernelQueue::finished_point() const {
+  return newest_finished(0);
+}
+
 bool KernelQueue::finished(uint64_t seq) const {
-  if (!user_fence_) return false;
-  const uint64_t written = user_fence_->read();
-  if (!written) return false;
-  std::lock_guard lk(recent_mu_);
   // A job at or after `seq` that finished implies `seq` did (one ring, in order).
-  for (auto it = recent_.rbegin(); it != recent_.rend() && it->first >= seq; ++it)
-    if (it->second <= written) return true;
-  return false;
+  return newest_finished(seq) != 0;
 }
 
 uint64_t KernelQueue::ctx_flags() const {

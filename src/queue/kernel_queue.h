@@ -79,6 +79,9 @@ class KernelQueue {
  private:
   KernelQueue(std::shared_ptr<AmdgpuDevice> dev, uint32_t ip) : dev_(std::move(dev)), ip_(ip) {}
   uint32_t hw_ip() const;
+  // The newest recorded submission at or after `floor` whose job the user fence page shows
+  // finished; 0 for none.
+  uint64_t newest_finished(uint64_t floor) const;
 
   std::shared_ptr<AmdgpuDevice> dev_;
   uint32_t ip_;
