@@ -68,15 +68,19 @@ void FenceDelivery::collect_locked(Out *done) {
     const uint32_t ring = static_cast<uint32_t>(__builtin_ctzll(busy));
     busy &= busy - 1;
     auto &q = rings_[ring];
-    while (!q.empty() && is_ready(q.front())) {
+    // Each fence is asked once: the answer for the next one carries over to its turn.
+    bool ready = !q.empty() && is_ready(q.front());
+    while (ready) {
       const Pending &p = q.front();
+      const bool next_ready = q.size() > 1 && is_ready(q[1]);
       // A mergeable fence that retires together with the next one of its ring is reported by
       // that one: the VMM retires every earlier fence of a ring with a later one (QEMU's
       // virgl_write_context_fence, crosvm's fence handler, vtest_signal_sync_queue), so a burst
       // costs one callback. Non-mergeable fences are each reported.
-      if (!(p.mergeable && q.size() > 1 && is_ready(q[1]))) done->push_back({ring, p.fence_id});
+      if (!(p.mergeable && next_ready)) done->push_back({ring, p.fence_id});
       ++retired_;
       q.pop_front();
+      ready = next_ready;
     }
     if (q.empty()) busy_rings_ &= ~(uint64_t{1} << ring);
   }
