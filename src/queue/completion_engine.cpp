@@ -5,6 +5,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <system_error>
@@ -104,7 +105,9 @@ int CompletionEngine::insert(uint32_t handle, Watch *w, uint64_t *id) {
       std::lock_guard tl(timers_mu_);
       Timer &t = timers_[*id];
       t.watch = w;
+      by_deadline_.emplace(t.at, *id);
       refile_locked(*id, t);
+      note_earliest_locked();
     } else {
       if (efd) {
         // Edge-triggered: every signal of the eventfd is an event of its own, so the counter
@@ -147,6 +150,7 @@ void CompletionEngine::remove(uint64_t id) {
     if (auto it = timers_.find(id); it != timers_.end()) {
       by_deadline_.erase({it->second.at, id});
       timers_.erase(it);
+      note_earliest_locked();
       timer = true;
     }
   }
@@ -201,9 +205,14 @@ uint64_t CompletionEngine::wakeups() const {
 }
 
 void CompletionEngine::refile_locked(uint64_t id, Timer &t) {
-  if (t.at) by_deadline_.erase({t.at, id});
-  t.at = t.watch->deadline_ns();
-  if (t.at) by_deadline_.emplace(t.at, id);
+  const int64_t d = t.watch->deadline_ns();
+  const int64_t at = d ? d : kNoDeadline;
+  if (at == t.at) return;
+  auto node = by_deadline_.extract({t.at, id});  // moved, not reallocated
+  node.value().first = at;
+  by_deadline_.insert(std::move(node));
+  t.at = at;
+  note_earliest_locked();
 }
 
 void CompletionEngine::deadline_moved(uint64_t id) {
@@ -212,11 +221,7 @@ void CompletionEngine::deadline_moved(uint64_t id) {
 }
 
 int64_t CompletionEngine::next_deadline(int64_t now) {
-  int64_t deadline = now + kSafetyNetNs;
-  std::lock_guard tl(timers_mu_);
-  if (!by_deadline_.empty() && by_deadline_.begin()->first < deadline)
-    deadline = by_deadline_.begin()->first;
-  return deadline;
+  return std::min(now + kSafetyNetNs, earliest_.load(std::memory_order_acquire));
 }
 
 void CompletionEngine::call_due(int64_t now) {

@@ -24,6 +24,7 @@
 // either. Once remove() returns, the engine never calls that watch again.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -132,9 +133,12 @@ class CompletionEngine {
   bool arm_own_locked(Entry &e, uint64_t p);
   // eventfd mode: reached() for the delegated points reported to this thread (calls_mu_ held).
   void call_reported();
+  // The filing key of a timer with no deadline: after every real one, so each timer has one
+  // node in by_deadline_ from add to remove and a refile allocates nothing.
+  static constexpr int64_t kNoDeadline = INT64_MAX;
   struct Timer {
     Watch *watch = nullptr;
-    int64_t at = 0;  // the deadline it reported last, 0 for none
+    int64_t at = kNoDeadline;  // the deadline it reported last
   };
   // Reads the watch's deadline again and files it (timers_mu_ held).
   void refile_locked(uint64_t id, Timer &t);
@@ -155,7 +159,14 @@ class CompletionEngine {
   // Timer watches and their deadlines in order. A leaf lock: nothing else is taken under it.
   mutable std::mutex timers_mu_;
   std::map<uint64_t, Timer> timers_;
-  std::set<std::pair<int64_t, uint64_t>> by_deadline_;  // (at, id) of every timer with one
+  std::set<std::pair<int64_t, uint64_t>> by_deadline_;  // (at, id) of every timer
+  // The first key of by_deadline_, written under timers_mu_: the thread reads it before each
+  // sleep without the lock.
+  std::atomic<int64_t> earliest_{kNoDeadline};
+  void note_earliest_locked() {
+    earliest_.store(by_deadline_.empty() ? kNoDeadline : by_deadline_.begin()->first,
+                    std::memory_order_release);
+  }
   // eventfd mode: watches with no registration outstanding (new, or their point fired), so a
   // wakeup re-arms what fired rather than walking every watch.
   std::vector<uint64_t> to_arm_;
