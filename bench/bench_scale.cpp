@@ -18,6 +18,7 @@
 #include "support/clock.h"
 #include "support/proc_stats.h"
 #include "support/stats.h"
+#include "support/thread_cpu.h"
 #include "support/virgl_host.h"
 
 namespace rvgl::bench {
@@ -132,8 +133,8 @@ uint64_t all_context_switches() {
 }
 
 // Issue 16's cost model: one context does op + fence + wait while `idle` other contexts (each
-// with its retire thread asleep in the emulator) do nothing; context switches per op must not
-// depend on how many idle contexts there are.
+// with its health timer filed with the completion engine) do nothing; context switches per op,
+// and the completion engine's CPU per op, must not depend on how many idle contexts there are.
 void BM_IdleContextSwitches(benchmark::State &state) {
   const auto idle = static_cast<uint32_t>(state.range(0));
   VirglHost host;
@@ -152,14 +153,19 @@ void BM_IdleContextSwitches(benchmark::State &state) {
     }
   };
   run();
-  std::vector<double> per_op;
+  std::vector<double> per_op, engine_ns;
   for (auto _ : state) {
     const uint64_t cs0 = all_context_switches();
+    const ThreadCpu cpu0 = ThreadCpu::now();
     run();
+    const ThreadCpu cpu1 = ThreadCpu::now();
     per_op.push_back(static_cast<double>(all_context_switches() - cs0) / kOps);
+    if (cpu0.known && cpu1.known)
+      engine_ns.push_back(static_cast<double>(cpu1.engine_ns - cpu0.engine_ns) / kOps);
   }
   state.counters["idle_contexts"] = idle;
   state.counters["context_switches_per_op"] = median(per_op);
+  if (!engine_ns.empty()) state.counters["engine_cpu_ns_per_op"] = median(engine_ns);
 }
 
 void BM_IdleContextMemory(benchmark::State &state) {
@@ -200,6 +206,7 @@ BENCHMARK(guarded<BM_IdleContextSwitches>)
     ->ArgName("idle_contexts")
     ->Arg(0)
     ->Arg(64)
+    ->Arg(120)  // with the active one, within RVGL_MAX_CONTEXTS's default of 128
     ->Iterations(5);
 BENCHMARK(guarded<BM_IdleContextMemory>)
     ->Name("BM_IdleContextMemory")
