@@ -17,6 +17,7 @@
 #include "support/api_guest.h"
 #include "support/clock.h"
 #include "support/proc_stats.h"
+#include "support/side_sampler.h"
 #include "support/stats.h"
 #include "support/thread_cpu.h"
 #include "support/virgl_host.h"
@@ -60,17 +61,25 @@ class ScaleGuest {
   std::vector<uint64_t> fence_ids_;
 };
 
-uint64_t emulated_ioctls() {
-  rvgl_emu_counters c{};
-  rvgl_emu_get_counters(&c, sizeof c);
-  return c.ioctls;
+// Per op of one side's repetitions: wall time, emulated ioctls (every thread's: the VMM's, the
+// completion engine's), and CPU time by thread (thread_cpu.h; empty without schedstat), so a
+// difference between the sides says which thread pays it.
+struct OpSamples {
+  std::vector<double> ns, ioctls, switches, gpu_cpu_ns, engine_cpu_ns, vmm_cpu_ns;
+};
+
+uint64_t all_context_switches() {
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);  // every thread of the process
+  return static_cast<uint64_t>(ru.ru_nvcsw + ru.ru_nivcsw);
 }
 
-// kOpsPerRep ops spread round-robin over every queue of every guest; returns ns per op and adds
-// the emulated ioctls per op (every thread's: the VMM's, the completion engine's) to *ioctls.
+// kOpsPerRep ops spread round-robin over every queue of every guest; returns ns per op and
+// records the rest in *s.
 double run_ops(VirglHost &host, std::vector<std::unique_ptr<ScaleGuest>> &guests,
-               std::vector<double> *ioctls = nullptr) {
-  const uint64_t i0 = emulated_ioctls();
+               OpSamples *s = nullptr) {
+  const ThreadCpu th0 = ThreadCpu::now();
+  const uint64_t i0 = emulator_ioctls(), cpu0 = process_cpu_ns(), cs0 = all_context_switches();
   const uint64_t t0 = now_ns();
   uint32_t done = 0;
   while (done < kOpsPerRep)
@@ -83,7 +92,19 @@ double run_ops(VirglHost &host, std::vector<std::unique_ptr<ScaleGuest>> &guests
   for (auto &g : guests)
     g->wait_all(host);
   const double ns = static_cast<double>(now_ns() - t0) / kOpsPerRep;
-  if (ioctls) ioctls->push_back(static_cast<double>(emulated_ioctls() - i0) / kOpsPerRep);
+  const uint64_t cpu1 = process_cpu_ns(), i1 = emulator_ioctls(), cs1 = all_context_switches();
+  const ThreadCpu th1 = ThreadCpu::now();
+  if (!s) return ns;
+  s->ns.push_back(ns);
+  s->ioctls.push_back(static_cast<double>(i1 - i0) / kOpsPerRep);
+  s->switches.push_back(static_cast<double>(cs1 - cs0) / kOpsPerRep);
+  if (th0.known && th1.known) {
+    const double gpu = static_cast<double>(th1.gpu_ns - th0.gpu_ns);
+    const double engine = static_cast<double>(th1.engine_ns - th0.engine_ns);
+    s->gpu_cpu_ns.push_back(gpu / kOpsPerRep);
+    s->engine_cpu_ns.push_back(engine / kOpsPerRep);
+    s->vmm_cpu_ns.push_back((static_cast<double>(cpu1 - cpu0) - gpu - engine) / kOpsPerRep);
+  }
   return ns;
 }
 
@@ -103,33 +124,37 @@ void BM_ScaleOps(benchmark::State &state) {
   auto many = make_guests(2, contexts, queues);
   run_ops(host, one);
   run_ops(host, many);
-  std::vector<double> one_ns, many_ns, one_ioctls, many_ioctls;
+  OpSamples a, b;  // one context, many
   uint64_t rep = 0;
   for (auto _ : state) {
     const uint64_t t0 = now_ns();
     // Alternating order, as in the efficiency runs.
     if (rep++ % 2) {
-      one_ns.push_back(run_ops(host, one, &one_ioctls));
-      many_ns.push_back(run_ops(host, many, &many_ioctls));
+      run_ops(host, one, &a);
+      run_ops(host, many, &b);
     } else {
-      many_ns.push_back(run_ops(host, many, &many_ioctls));
-      one_ns.push_back(run_ops(host, one, &one_ioctls));
+      run_ops(host, many, &b);
+      run_ops(host, one, &a);
     }
     state.SetIterationTime(static_cast<double>(now_ns() - t0) * 1e-9);
   }
-  state.counters["one_ctx_ns_per_op"] = median(one_ns);
-  state.counters["many_ns_per_op"] = median(many_ns);
-  state.counters["cost_ratio"] = median(many_ns) / median(one_ns);
-  state.counters["one_ctx_ioctls_per_op"] = median(one_ioctls);
-  state.counters["many_ioctls_per_op"] = median(many_ioctls);
+  state.counters["one_ctx_ns_per_op"] = median(a.ns);
+  state.counters["many_ns_per_op"] = median(b.ns);
+  state.counters["cost_ratio"] = median(b.ns) / median(a.ns);
+  state.counters["one_ctx_ioctls_per_op"] = median(a.ioctls);
+  state.counters["many_ioctls_per_op"] = median(b.ioctls);
+  state.counters["one_ctx_switches_per_op"] = median(a.switches);
+  state.counters["many_switches_per_op"] = median(b.switches);
+  if (!a.gpu_cpu_ns.empty() && !b.gpu_cpu_ns.empty()) {
+    state.counters["one_ctx_gpu_cpu_ns_per_op"] = median(a.gpu_cpu_ns);
+    state.counters["one_ctx_engine_cpu_ns_per_op"] = median(a.engine_cpu_ns);
+    state.counters["one_ctx_vmm_cpu_ns_per_op"] = median(a.vmm_cpu_ns);
+    state.counters["many_gpu_cpu_ns_per_op"] = median(b.gpu_cpu_ns);
+    state.counters["many_engine_cpu_ns_per_op"] = median(b.engine_cpu_ns);
+    state.counters["many_vmm_cpu_ns_per_op"] = median(b.vmm_cpu_ns);
+  }
   state.counters["contexts"] = contexts;
   state.counters["queues_per_context"] = queues;
-}
-
-uint64_t all_context_switches() {
-  rusage ru{};
-  getrusage(RUSAGE_SELF, &ru);  // every thread of the process
-  return static_cast<uint64_t>(ru.ru_nvcsw + ru.ru_nivcsw);
 }
 
 // Issue 16's cost model: one context does op + fence + wait while `idle` other contexts (each
