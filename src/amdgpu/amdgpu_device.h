@@ -62,10 +62,6 @@ class AmdgpuDevice {
   void bo_list_destroy(uint32_t handle);
   // 0 when the job completed without error, the job's error when it failed, -EBUSY if busy.
   int wait_cs(uint32_t ctx_id, uint32_t ip, uint32_t ring, uint64_t handle, uint64_t timeout_ns);
-  // AMDGPU_WAIT_FENCES with wait_all and a zero timeout (a poll): 0 when every fence has signalled
-  // without an error, the error of the first that failed (amdgpu_cs_wait_all_fences returns it),
-  // -EBUSY when one has not signalled yet.
-  int poll_fences(std::span<const drm_amdgpu_fence> fences);
 
   int syncobj_create(uint32_t flags, uint32_t *handle);
   void syncobj_destroy(uint32_t handle);

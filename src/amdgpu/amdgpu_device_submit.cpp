@@ -105,17 +105,6 @@ int AmdgpuDevice::wait_cs(uint32_t ctx_id, uint32_t ip, uint32_t ring, uint64_t 
   return args.out.status ? -EBUSY : 0;
 }
 
-int AmdgpuDevice::poll_fences(std::span<const drm_amdgpu_fence> fences) {
-  drm_amdgpu_wait_fences args{};
-  args.in.fences = reinterpret_cast<uintptr_t>(fences.data());
-  args.in.fence_count = static_cast<uint32_t>(fences.size());
-  args.in.wait_all = 1;
-  args.in.timeout_ns = 0;  // absolute, as for WAIT_CS: 0 polls
-  int r = ioctl(DRM_IOCTL_AMDGPU_WAIT_FENCES, &args);
-  if (r) return r;
-  return args.out.status ? 0 : -EBUSY;
-}
-
 int AmdgpuDevice::syncobj_create(uint32_t flags, uint32_t *handle) {
   return drmSyncobjCreate(fd(), flags, handle) ? -errno : 0;
 }

@@ -59,9 +59,6 @@ class KernelQueue {
   // The error of the newest submission at or below `seq` whose kernel fence is known, 0 if it
   // completed without one (or is not known).
   int job_error(uint64_t seq) const;
-  // The kernel fence job_error(seq) asks about, for a batched poll of several queues; false when
-  // none is known (job_error would answer 0 without an ioctl).
-  bool job_fence(uint64_t seq, drm_amdgpu_fence *out) const;
   // Whether the kernel fence of submission `seq` itself is known. A point can be reached before
   // its submit() has recorded the fence (the job ran while the CS ioctl returned); until then
   // job_error(seq) answers for an older job.
@@ -79,6 +76,9 @@ class KernelQueue {
  private:
   KernelQueue(std::shared_ptr<AmdgpuDevice> dev, uint32_t ip) : dev_(std::move(dev)), ip_(ip) {}
   uint32_t hw_ip() const;
+  // The kernel fence job_error(seq) asks about; false when none is known (job_error answers 0
+  // without an ioctl).
+  bool job_fence(uint64_t seq, drm_amdgpu_fence *out) const;
   // The newest recorded submission at or after `floor` whose job the user fence page shows
   // finished; 0 for none.
   uint64_t newest_finished(uint64_t floor) const;

@@ -167,23 +167,6 @@ void QueueHealth::post(uint32_t type, uint32_t queue, uint64_t p0, uint64_t p1) 
   events_.post(type, queue, p0, p1);
 }
 
-bool QueueHealth::all_jobs_fine(const std::vector<Seen> &seen) const {
-  // Several queues: one WAIT_FENCES poll for all their newest completed jobs, in place of a
-  // WAIT_CS each. It returns the first failed fence's error (amdgpu_cs_wait_all_fences), which
-  // does not say whose, so any failure, a fence not yet signalled or a refused call sends every
-  // queue back to its own WAIT_CS: the classification is the same as without the batch.
-  std::vector<drm_amdgpu_fence> fences;
-  size_t live = 0;
-  for (const auto &s : seen) {
-    if (s.before.lost) continue;
-    ++live;
-    drm_amdgpu_fence f;
-    if (s.q->job_fence(s.reached, &f)) fences.push_back(f);
-  }
-  if (live < 2) return false;  // one queue: its own WAIT_CS costs the same
-  return fences.empty() || dev_->poll_fences(fences) == 0;
-}
-
 void QueueHealth::read_ctx_states(std::vector<Seen> &seen, bool none_failed) {
   size_t live = 0;
   for (const Seen &s : seen)
@@ -248,11 +231,13 @@ void QueueHealth::check(int64_t now) {
     s.reached = std::max(s.reached, s.q->timeline()->known_reached());
     s.job_known = s.q->knows_job(s.reached);
   }
-  const bool polled_fine = all_jobs_fine(seen);
   bool none_failed = true;
   for (Seen &s : seen) {
     if (s.before.lost) continue;  // classified once: a lost queue stays as it was published
-    if (!polled_fine) s.job_error = s.q->job_error(s.reached);
+    // A job that wrote its user fence ran to its end, and such a job's fence carries no error
+    // (the kernel sets one only on a job that hung, was cancelled or never ran); the kernel is
+    // asked about the others.
+    if (!s.q->finished(s.reached)) s.job_error = s.q->job_error(s.reached);
     if (s.job_error) none_failed = false;
   }
   read_ctx_states(seen, none_failed);

@@ -2,10 +2,11 @@
 //
 // A queue's transition to lost — guilty, innocent, VRAM lost, VM fault, hang — is classified here
 // and nowhere else, on the completion engine's thread, from one observation taken in a fixed order
-// (the queues' job errors first, polled together and asked one by one only after a failure, then
-// the kernel contexts' state: the probe's one answer when no job failed and the device was not
-// reset, else each queue's context (reset_probe.h); then the VM's fault cache once for the
-// whole context), and each cause posts exactly one event. QUEUE_STATE only reads what this
+// (the queues' job errors first — a job that wrote its user fence page ran to its end and has
+// none, any other is asked of the kernel — then the kernel contexts' state: the probe's one
+// answer when no job failed and the device was not reset, else each queue's context
+// (reset_probe.h); then the VM's fault cache once for the whole context), and each cause posts
+// exactly one event. QUEUE_STATE only reads what this
 // class published. Events of a check are posted before its state is published, so a guest that
 // sees a queue lost also finds the records that say why.
 //
@@ -39,11 +40,12 @@ namespace rvgl {
 class QueueHealth final : public CompletionEngine::Watch {
  public:
   // Checks of one context are at least HealthPacer::interval_ns() apart. A check of n queues with
-  // new completions costs 3 ioctls when no job failed and the device was not reset (one
-  // WAIT_FENCES poll of their jobs, the reset probe, the fault cache); a queue also gets a
-  // context query when the probe says the device was reset since that queue's last one, when
-  // the kernel refused its work, or when its newest job's fence was not recorded yet; when a
-  // job failed it is 2n + 1 (a WAIT_CS and a context query each, the fault cache).
+  // new completions costs 2 ioctls when their newest jobs ran to their end (their user fences say
+  // so: no job error to ask) and the device was not reset (the reset probe, the fault cache); a
+  // queue whose job did not write its user fence (it failed, or its fence was not recorded yet)
+  // adds a WAIT_CS; a queue also gets a context query when the probe says the device was reset
+  // since that queue's last one, when the kernel refused its work, or when its newest job's fence
+  // was not recorded yet; when a job failed, every queue gets one (n + 1 + the WAIT_CSs).
   static constexpr int64_t kUserPollNs = 2'000'000;
 
   // rearm: makes the engine ask for deadline_ns() again (a deadline moved earlier).
@@ -110,9 +112,6 @@ class QueueHealth final : public CompletionEngine::Watch {
     uint64_t ctx_stale_from = 0;
     bool ctx_read = false;  // ctx_flags came from the queue's own context
   };
-  // Whether no job of `seen` failed, asked in one ioctl; false also when that cannot be said in
-  // one (fewer than two live queues, a failure, a refusal): then each queue is asked alone.
-  bool all_jobs_fine(const std::vector<Seen> &seen) const;
   // Reads the context state of the queues of `seen` that need their own query; `none_failed`:
   // no job of theirs failed, so the probe may answer for the others. Engine thread.
   void read_ctx_states(std::vector<Seen> &seen, bool none_failed);

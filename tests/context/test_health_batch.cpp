@@ -1,8 +1,9 @@
-// A health check of several kernel queues asks for their job errors in one WAIT_FENCES poll and
-// the reset probe for their contexts' state (queue_health.h, reset_probe.h), so a context with n
-// busy queues costs 3 ioctls per check, not 2n + 1; when a job failed, every queue is asked on
-// its own, so the classification is the one the per-queue path makes; after a reset, each queue
-// is asked once, whichever check first looks at it.
+// A health check reads a job's error from its queue's user fence page when the job wrote it (it
+// ran to its end: no error) and asks the kernel only about the others, and asks the reset probe
+// for the contexts' state (queue_health.h, reset_probe.h), so a context with n busy queues whose
+// jobs ran costs 2 ioctls per check, not 2n + 1; when a job failed, every queue's context is
+// asked on its own, so the classification is the one the per-queue path makes; after a reset,
+// each queue is asked once, whichever check first looks at it.
 #include <catch2/catch.hpp>
 
 #include "../tools/common/amd_packets.h"
@@ -97,23 +98,25 @@ uint64_t deferred_check_ioctls(Rig &r, std::vector<std::shared_ptr<KernelQueue>>
 
 }  // namespace
 
-TEST_CASE("a health check polls the job errors of its queues at once", "[health]") {
+TEST_CASE("a health check reads the job errors of queues whose jobs ran from their user fences",
+          "[health]") {
   Rig r;
   std::vector<std::shared_ptr<KernelQueue>> qs;
-  // The deferred check sees queues 2-5: one WAIT_FENCES, the reset probe for their contexts, the
-  // fault cache.
-  CHECK(deferred_check_ioctls(r, qs, {false, false, false, false}) == 1 + 1 + 1);
+  // The deferred check sees queues 2-5, whose jobs wrote their user fences: no job error to ask;
+  // the reset probe for their contexts, the fault cache.
+  CHECK(deferred_check_ioctls(r, qs, {false, false, false, false}) == 1 + 1);
   for (const auto &q : qs)
     CHECK_FALSE(q->status().lost);
   CHECK(r.events.dropped_unattached() == 0);
 }
 
-TEST_CASE("a health check asks each queue alone when one job failed", "[health]") {
+TEST_CASE("a health check asks each queue's context alone when one job failed", "[health]") {
   Rig r;
   std::vector<std::shared_ptr<KernelQueue>> qs;
-  // The poll says a job failed, not whose: a WAIT_CS and a context query for each of the four,
-  // then the fault cache, which names the queue whose job failed (no hang: no search for it).
-  CHECK(deferred_check_ioctls(r, qs, {false, false, true, false}) == 1 + 4 * 2 + 1);
+  // The failed job never wrote its user fence: a WAIT_CS for it alone; a failure, so a context
+  // query for each of the four, then the fault cache, which names the queue whose job failed (no
+  // hang: no search for it).
+  CHECK(deferred_check_ioctls(r, qs, {false, false, true, false}) == 1 + 4 + 1);
   for (size_t i = 0; i < qs.size(); ++i)
     CHECK(qs[i]->status().lost == (i == 3));
   CHECK(qs[3]->status().flags == (RVGL_QUEUE_FLAG_GUILTY | RVGL_QUEUE_FLAG_VM_FAULT));
@@ -128,8 +131,9 @@ TEST_CASE("after a GPU reset each queue's context is asked once, by whichever ch
   health.add(1, a);
   health.add(2, b);
   int64_t t = monotonic_ns();
-  // Before the reset: a WAIT_CS, the probe, the fault cache; no context query.
-  CHECK(ioctls_of(health, [&] { health.completed(1, 1, t); }) == 3);
+  // Before the reset: the probe, the fault cache; no context query, and no WAIT_CS (the job
+  // wrote its user fence).
+  CHECK(ioctls_of(health, [&] { health.completed(1, 1, t); }) == 2);
 
   {
     // Another context's second job is taken by a reset (innocent, no VRAM lost): the device's
@@ -141,17 +145,17 @@ TEST_CASE("after a GPU reset each queue's context is asked once, by whichever ch
 
   // The first check after it sees only a: the probe reports the reset, so a's context is asked.
   t += 1'000'000'000;
-  CHECK(ioctls_of(health, [&] { health.completed(1, 1, t); }) == 4);
+  CHECK(ioctls_of(health, [&] { health.completed(1, 1, t); }) == 3);
   CHECK(a->status().flags == RVGL_QUEUE_FLAG_INNOCENT);
   CHECK(b->status().flags == 0);
   // b's first check after it: the probe has nothing new, but b's context was last read before
   // the answer that reported the reset, so it is asked too.
   t += 1'000'000'000;
-  CHECK(ioctls_of(health, [&] { health.completed(2, 1, t); }) == 4);
+  CHECK(ioctls_of(health, [&] { health.completed(2, 1, t); }) == 3);
   CHECK(b->status().flags == RVGL_QUEUE_FLAG_INNOCENT);
   // Both read since: the probe speaks for them again.
   t += 1'000'000'000;
-  CHECK(ioctls_of(health, [&] { health.completed(1, 1, t); }) == 3);
+  CHECK(ioctls_of(health, [&] { health.completed(1, 1, t); }) == 2);
   CHECK_FALSE(a->status().lost);
   CHECK_FALSE(b->status().lost);
   // One innocent reset record each, and nothing else (no shared page: counted as dropped).
@@ -160,7 +164,7 @@ TEST_CASE("after a GPU reset each queue's context is asked once, by whichever ch
   // A refusal is the kernel speaking of that queue's context: it is asked whatever the probe says.
   health.refused(2);
   t += 1'000'000'000;
-  CHECK(ioctls_of(health, [&] { health.tick(t); }) == 4);
+  CHECK(ioctls_of(health, [&] { health.tick(t); }) == 3);
 }
 
 TEST_CASE("a reached point whose job's fence is not recorded yet leaves the context to be asked",
@@ -168,14 +172,15 @@ TEST_CASE("a reached point whose job's fence is not recorded yet leaves the cont
   // The engine can see a point reached while the VMM's thread is still returning from the CS
   // ioctl, before submit() recorded the job's fence: the error a check then reads is an older
   // job's, so it cannot vouch for the context (a job that failed there would have made it
-  // guilty). Here point 2 has no recorded job: the check asks the context; point 1 has one and
-  // needs no query.
+  // guilty). Here point 2 has no recorded job: the check asks the older job's error (its user
+  // fence cannot answer for point 2) and the context; point 1 has one, which wrote its user
+  // fence, and needs neither.
   Rig r;
   QueueHealth &health = r.health;
   auto q = r.queue_with_jobs(r.nop_ib);
   health.add(1, q);
   int64_t t = monotonic_ns();
-  CHECK(ioctls_of(health, [&] { health.completed(1, 1, t); }) == 3);
+  CHECK(ioctls_of(health, [&] { health.completed(1, 1, t); }) == 2);
   t += 1'000'000'000;
   CHECK(ioctls_of(health, [&] { health.completed(1, 2, t); }) == 4);
   CHECK_FALSE(q->status().lost);
