@@ -62,12 +62,9 @@ void run_interleaved(benchmark::State &state, const Case &c) {
   state.counters["efficiency_cpu"] = median(a.cpu_ns) / median(b.cpu_ns);
   // The same CPU by thread: the emulated GPU's ring workers, our completion engine, and the rest
   // (the VMM's thread, which submits and waits). Omitted without schedstat.
-  if (!a.gpu_cpu_ns.empty() && !b.gpu_cpu_ns.empty()) {
-    state.counters["direct_gpu_cpu_ns_per_job"] = median(a.gpu_cpu_ns);
-    state.counters["direct_vmm_cpu_ns_per_job"] = median(a.other_cpu_ns);
-    state.counters["virgl_gpu_cpu_ns_per_job"] = median(b.gpu_cpu_ns);
-    state.counters["virgl_engine_cpu_ns_per_job"] = median(b.engine_cpu_ns);
-    state.counters["virgl_vmm_cpu_ns_per_job"] = median(b.other_cpu_ns);
+  if (!a.by_thread.empty() && !b.by_thread.empty()) {
+    a.by_thread.report(state, "direct_", "job", false);
+    b.by_thread.report(state, "virgl_", "job", true);
   }
   state.counters["direct_issue_ns_per_job"] = median(a.issue_ns);
   state.counters["virgl_issue_ns_per_job"] = median(b.issue_ns);

@@ -65,7 +65,8 @@ class ScaleGuest {
 // completion engine's), and CPU time by thread (thread_cpu.h; empty without schedstat), so a
 // difference between the sides says which thread pays it.
 struct OpSamples {
-  std::vector<double> ns, ioctls, switches, gpu_cpu_ns, engine_cpu_ns, vmm_cpu_ns;
+  std::vector<double> ns, ioctls, switches;
+  CpuByThread by_thread;
 };
 
 uint64_t all_context_switches() {
@@ -98,13 +99,7 @@ double run_ops(VirglHost &host, std::vector<std::unique_ptr<ScaleGuest>> &guests
   s->ns.push_back(ns);
   s->ioctls.push_back(static_cast<double>(i1 - i0) / kOpsPerRep);
   s->switches.push_back(static_cast<double>(cs1 - cs0) / kOpsPerRep);
-  if (th0.known && th1.known) {
-    const double gpu = static_cast<double>(th1.gpu_ns - th0.gpu_ns);
-    const double engine = static_cast<double>(th1.engine_ns - th0.engine_ns);
-    s->gpu_cpu_ns.push_back(gpu / kOpsPerRep);
-    s->engine_cpu_ns.push_back(engine / kOpsPerRep);
-    s->vmm_cpu_ns.push_back((static_cast<double>(cpu1 - cpu0) - gpu - engine) / kOpsPerRep);
-  }
+  s->by_thread.add(th0, th1, cpu1 - cpu0, kOpsPerRep);
   return ns;
 }
 
@@ -145,13 +140,9 @@ void BM_ScaleOps(benchmark::State &state) {
   state.counters["many_ioctls_per_op"] = median(b.ioctls);
   state.counters["one_ctx_switches_per_op"] = median(a.switches);
   state.counters["many_switches_per_op"] = median(b.switches);
-  if (!a.gpu_cpu_ns.empty() && !b.gpu_cpu_ns.empty()) {
-    state.counters["one_ctx_gpu_cpu_ns_per_op"] = median(a.gpu_cpu_ns);
-    state.counters["one_ctx_engine_cpu_ns_per_op"] = median(a.engine_cpu_ns);
-    state.counters["one_ctx_vmm_cpu_ns_per_op"] = median(a.vmm_cpu_ns);
-    state.counters["many_gpu_cpu_ns_per_op"] = median(b.gpu_cpu_ns);
-    state.counters["many_engine_cpu_ns_per_op"] = median(b.engine_cpu_ns);
-    state.counters["many_vmm_cpu_ns_per_op"] = median(b.vmm_cpu_ns);
+  if (!a.by_thread.empty() && !b.by_thread.empty()) {
+    a.by_thread.report(state, "one_ctx_", "op", true);
+    b.by_thread.report(state, "many_", "op", true);
   }
   state.counters["contexts"] = contexts;
   state.counters["queues_per_context"] = queues;

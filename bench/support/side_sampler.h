@@ -4,9 +4,11 @@
 // ioctl count.
 #pragma once
 
+#include <benchmark/benchmark.h>
 #include <time.h>
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "gpu_side.h"
@@ -28,9 +30,35 @@ inline uint64_t emulator_ioctls() {
   return c.ioctls;
 }
 
+// CPU per unit of work by thread role between two readings (thread_cpu.h): the emulated GPU's
+// workers, the completion engine, and the rest of the process (the VMM's thread: the process
+// total over the same span less those two, so what the /proc reads cost is in neither). Empty
+// without schedstat.
+struct CpuByThread {
+  std::vector<double> gpu_ns, engine_ns, vmm_ns;
+
+  void add(const ThreadCpu &th0, const ThreadCpu &th1, uint64_t process_ns, double units) {
+    if (!th0.known || !th1.known) return;
+    const double gpu = static_cast<double>(th1.gpu_ns - th0.gpu_ns);
+    const double engine = static_cast<double>(th1.engine_ns - th0.engine_ns);
+    gpu_ns.push_back(gpu / units);
+    engine_ns.push_back(engine / units);
+    vmm_ns.push_back((static_cast<double>(process_ns) - gpu - engine) / units);
+  }
+  bool empty() const { return gpu_ns.empty(); }
+  // Medians as counters <prefix>{gpu,engine,vmm}_cpu_ns_per_<unit>; the engine's only where
+  // `with_engine` (a side without our library has none).
+  void report(benchmark::State &state, const std::string &prefix, const std::string &unit,
+              bool with_engine) const {
+    state.counters[prefix + "gpu_cpu_ns_per_" + unit] = median(gpu_ns);
+    if (with_engine) state.counters[prefix + "engine_cpu_ns_per_" + unit] = median(engine_ns);
+    state.counters[prefix + "vmm_cpu_ns_per_" + unit] = median(vmm_ns);
+  }
+};
+
 struct SideSamples {
   std::vector<double> wall_ns, issue_ns, cpu_ns, ioctls;
-  std::vector<double> gpu_cpu_ns, engine_cpu_ns, other_cpu_ns;  // empty without schedstat
+  CpuByThread by_thread;
 
   // Runs the side once and records per-job figures; returns the run's wall time in ns.
   uint64_t sample(GpuSide &side, Engine e, const IbSlot &ib, uint32_t jobs) {
@@ -40,14 +68,7 @@ struct SideSamples {
     const RunTiming t = side.run(e, ib, jobs);
     const uint64_t cpu1 = process_cpu_ns(), io1 = emulator_ioctls();
     const ThreadCpu th1 = ThreadCpu::now();
-    if (th0.known && th1.known) {
-      // The rest is the process total less those two: what the reads cost is in neither.
-      const double gpu = static_cast<double>(th1.gpu_ns - th0.gpu_ns);
-      const double engine = static_cast<double>(th1.engine_ns - th0.engine_ns);
-      gpu_cpu_ns.push_back(gpu / jobs);
-      engine_cpu_ns.push_back(engine / jobs);
-      other_cpu_ns.push_back((static_cast<double>(cpu1 - cpu0) - gpu - engine) / jobs);
-    }
+    by_thread.add(th0, th1, cpu1 - cpu0, jobs);
     wall_ns.push_back(static_cast<double>(t.total_ns) / jobs);
     issue_ns.push_back(static_cast<double>(t.issue_ns) / jobs);
     cpu_ns.push_back(static_cast<double>(cpu1 - cpu0) / jobs);
