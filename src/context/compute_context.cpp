@@ -99,7 +99,10 @@ std::unique_ptr<ComputeContext> ComputeContext::create(Options opts, int *err) {
   CompletionEngine *engine = c->engine_.get();
   c->health_ = std::make_unique<QueueHealth>(c->dev_, c->events_, [engine] { engine->rearm(); });
   if ((*err = c->engine_->add_timer(c->health_.get(), &c->health_timer_))) return nullptr;
-  c->health_->on_deadline_moved([engine, id = c->health_timer_] { engine->deadline_moved(id); });
+  // The hook holds the engine: the health owner outlives engine_ (members die bottom-up), and a
+  // filing after the timer's removal is ignored.
+  c->health_->on_deadline_moved(
+      [engine = c->engine_, id = c->health_timer_] { engine->deadline_moved(id); });
   if (!opts.config->capture_dir.empty()) {
     c->capture_ = CaptureWriter::open(opts.config->capture_dir, c->ctx_id_, opts.config->capset_id);
     if (CaptureWriter *w = c->capture_.get())

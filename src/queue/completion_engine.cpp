@@ -105,9 +105,8 @@ int CompletionEngine::insert(uint32_t handle, Watch *w, uint64_t *id) {
       std::lock_guard tl(timers_mu_);
       Timer &t = timers_[*id];
       t.watch = w;
-      by_deadline_.emplace(t.at, *id);
+      by_deadline_.emplace(t.at, *id);  // no deadline yet: the earliest stays as it was
       refile_locked(*id, t);
-      note_earliest_locked();
     } else {
       if (efd) {
         // Edge-triggered: every signal of the eventfd is an event of its own, so the counter
