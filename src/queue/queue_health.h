@@ -6,9 +6,9 @@
 // none, any other is asked of the kernel — then the kernel contexts' state: the probe's one
 // answer when no job failed and the device was not reset, else each queue's context
 // (reset_probe.h); then the VM's fault cache once for the whole context), and each cause posts
-// exactly one event. QUEUE_STATE only reads what this
-// class published. Events of a check are posted before its state is published, so a guest that
-// sees a queue lost also finds the records that say why.
+// exactly one event. QUEUE_STATE only reads what this class published. Events of a check are
+// posted before its state is published, so a guest that sees a queue lost also finds the records
+// that say why.
 //
 // When: after a queue's work reached a new point (its watch saw it), at most once per interval
 // per context (1 ms, longer when many queues of the process are busy: health_pacer.h; the rest is
