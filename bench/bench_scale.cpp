@@ -169,19 +169,21 @@ void BM_IdleContextSwitches(benchmark::State &state) {
     }
   };
   run();
-  std::vector<double> per_op, engine_ns;
+  std::vector<double> per_op;
+  CpuByThread by_thread;
   for (auto _ : state) {
     const uint64_t cs0 = all_context_switches();
-    const ThreadCpu cpu0 = ThreadCpu::now();
+    const ThreadCpu th0 = ThreadCpu::now();
+    const uint64_t cpu0 = process_cpu_ns();
     run();
-    const ThreadCpu cpu1 = ThreadCpu::now();
+    const uint64_t cpu1 = process_cpu_ns();
+    const ThreadCpu th1 = ThreadCpu::now();
     per_op.push_back(static_cast<double>(all_context_switches() - cs0) / kOps);
-    if (cpu0.known && cpu1.known)
-      engine_ns.push_back(static_cast<double>(cpu1.engine_ns - cpu0.engine_ns) / kOps);
+    by_thread.add(th0, th1, cpu1 - cpu0, kOps);
   }
   state.counters["idle_contexts"] = idle;
   state.counters["context_switches_per_op"] = median(per_op);
-  if (!engine_ns.empty()) state.counters["engine_cpu_ns_per_op"] = median(engine_ns);
+  if (!by_thread.empty()) by_thread.report(state, "", "op", true);
 }
 
 void BM_IdleContextMemory(benchmark::State &state) {
