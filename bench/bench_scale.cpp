@@ -1,6 +1,7 @@
 // Scale: the cost of one op (SUBMIT of a small compute IB + a context fence on its ring) when one
 // context with one queue does all the work, against the same ops spread round-robin over 64
-// contexts x 8 queues; and the memory an idle context (with its shared page) costs the host.
+// contexts x 8 queues (and fewer rings, to show where the cost grows); and the memory an idle
+// context (with its shared page) costs the host.
 #include <benchmark/benchmark.h>
 
 #include <sys/resource.h>
@@ -216,6 +217,12 @@ BENCHMARK(guarded<BM_ScaleOps>)
     ->ArgNames({"contexts", "queues"})
     ->Args({1, 8})
     ->Args({64, 8})
+    // Where the cost per op grows: the same 64 rings as 8 x 8 or 64 x 1, then 128 rings. Each op
+    // lands on a ring idle since its last one once there are more rings than ops in flight, so
+    // each completion costs the engine a wakeup share and a registration (docs/performance.md).
+    ->Args({8, 8})
+    ->Args({64, 1})
+    ->Args({16, 8})
     ->Iterations(14)
     ->UseManualTime()
     ->Unit(benchmark::kMillisecond);

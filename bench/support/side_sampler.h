@@ -36,6 +36,7 @@ inline uint64_t emulator_ioctls() {
 // without schedstat.
 struct CpuByThread {
   std::vector<double> gpu_ns, engine_ns, vmm_ns;
+  std::vector<double> gpu_runs, engine_runs, vmm_runs;
 
   void add(const ThreadCpu &th0, const ThreadCpu &th1, uint64_t process_ns, double units) {
     if (!th0.known || !th1.known) return;
@@ -44,6 +45,9 @@ struct CpuByThread {
     gpu_ns.push_back(gpu / units);
     engine_ns.push_back(engine / units);
     vmm_ns.push_back((static_cast<double>(process_ns) - gpu - engine) / units);
+    gpu_runs.push_back(static_cast<double>(th1.gpu_runs - th0.gpu_runs) / units);
+    engine_runs.push_back(static_cast<double>(th1.engine_runs - th0.engine_runs) / units);
+    vmm_runs.push_back(static_cast<double>(th1.other_runs - th0.other_runs) / units);
   }
   bool empty() const { return gpu_ns.empty(); }
   // Medians as counters <prefix>{gpu,engine,vmm}_cpu_ns_per_<unit>; the engine's only where
@@ -53,6 +57,9 @@ struct CpuByThread {
     state.counters[prefix + "gpu_cpu_ns_per_" + unit] = median(gpu_ns);
     if (with_engine) state.counters[prefix + "engine_cpu_ns_per_" + unit] = median(engine_ns);
     state.counters[prefix + "vmm_cpu_ns_per_" + unit] = median(vmm_ns);
+    state.counters[prefix + "gpu_runs_per_" + unit] = median(gpu_runs);
+    if (with_engine) state.counters[prefix + "engine_runs_per_" + unit] = median(engine_runs);
+    state.counters[prefix + "vmm_runs_per_" + unit] = median(vmm_runs);
   }
 };
 

@@ -30,13 +30,18 @@ ThreadCpu ThreadCpu::now() {
     if (!read_line(path, stat, sizeof(stat))) continue;  // the thread has exited
     std::snprintf(path, sizeof(path), "/proc/self/task/%s/comm", e->d_name);
     if (!read_line(path, comm, sizeof(comm))) continue;
-    unsigned long long ns = 0;
-    if (std::sscanf(stat, "%llu", &ns) != 1) continue;
+    unsigned long long ns = 0, waited = 0, runs = 0;
+    if (std::sscanf(stat, "%llu %llu %llu", &ns, &waited, &runs) != 3) continue;
     t.known = true;
-    if (std::strncmp(comm, "emu-ring", 8) == 0)
+    if (std::strncmp(comm, "emu-ring", 8) == 0) {
       t.gpu_ns += ns;
-    else if (std::strncmp(comm, "rvgl-completion", 15) == 0)
+      t.gpu_runs += runs;
+    } else if (std::strncmp(comm, "rvgl-completion", 15) == 0) {
       t.engine_ns += ns;
+      t.engine_runs += runs;
+    } else {
+      t.other_runs += runs;
+    }
   }
   closedir(d);
   return t;

@@ -12,6 +12,9 @@ namespace rvgl::bench {
 
 struct ThreadCpu {
   uint64_t gpu_ns = 0, engine_ns = 0;
+  // Times each role's threads were put on a CPU (schedstat field 3): a sleeping thread pays one
+  // per wakeup, so these count hand-offs where a process-wide switch count cannot say whose.
+  uint64_t gpu_runs = 0, engine_runs = 0, other_runs = 0;
   bool known = false;  // false: no schedstat (a kernel without CONFIG_SCHED_INFO)
 
   static ThreadCpu now();
