@@ -3,6 +3,7 @@
 namespace rvgl::emu {
 
 int FaultInjector::on_call(std::string_view name) {
+  if (!armed_.load(std::memory_order_acquire)) return 0;
   std::lock_guard lk(mu_);
   if (rules_.empty()) return 0;
   const uint64_t n = ++calls_[std::string(name)];
@@ -17,12 +18,14 @@ void FaultInjector::set_rules(std::vector<FailRule> rules) {
   std::lock_guard lk(mu_);
   rules_ = std::move(rules);
   calls_.clear();
+  armed_.store(!rules_.empty(), std::memory_order_release);
 }
 
 void FaultInjector::reset() {
   std::lock_guard lk(mu_);
   rules_.clear();
   calls_.clear();
+  armed_.store(false, std::memory_order_release);
 }
 
 }  // namespace rvgl::emu

@@ -2,6 +2,7 @@
 // of a caller can be driven from a test.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <mutex>
 #include <string>
@@ -23,6 +24,9 @@ class FaultInjector {
   std::mutex &fork_lock() { return mu_; }
 
  private:
+  // Whether any rule is set: every ioctl of every thread asks, and without rules it takes no lock
+  // (the kernel's ioctl path has no process-wide lock to stand for).
+  std::atomic<bool> armed_{false};
   std::mutex mu_;
   std::vector<FailRule> rules_;
   std::unordered_map<std::string, uint64_t> calls_;

@@ -4,6 +4,8 @@
 #include <drm.h>
 #include <sys/ioctl.h>
 
+#include <array>
+
 #include "amdgpu/uapi/amdgpu_drm_ext.h"
 #include "ioctl/drm_uapi_ext.h"
 
@@ -16,7 +18,7 @@ namespace {
 #define AMD(name, handler) \
   { _IOC_NR(DRM_IOCTL_AMDGPU_##name), #name, DRM_IOCTL_AMDGPU_##name, kRenderAllow, handler }
 
-const DrmIoctl kIoctls[] = {
+constexpr DrmIoctl kIoctls[] = {
     CORE(VERSION, drm_ioctl_version, kRenderAllow),
     CORE(GET_UNIQUE, drm_ioctl_get_unique, 0),
     CORE(GET_MAGIC, drm_ioctl_get_magic, 0),
@@ -69,12 +71,25 @@ const DrmIoctl kIoctls[] = {
 #undef CORE
 #undef AMD
 
+constexpr uint32_t kNrCount = 1u << _IOC_NRBITS;
+static_assert([] {
+  for (const auto &e : kIoctls)
+    if (e.nr >= kNrCount) return false;
+  return true;
+}());
+
 }  // namespace
 
+// Indexed by number, as drm_ioctl() indexes drm_ioctls[] (and the driver's table past
+// DRM_COMMAND_BASE): every ioctl of every thread looks here, so no scan.
 const DrmIoctl *find_drm_ioctl(uint32_t nr) {
-  for (const auto &e : kIoctls)
-    if (e.nr == nr) return &e;
-  return nullptr;
+  static const auto *const by_nr = [] {
+    auto *t = new std::array<const DrmIoctl *, kNrCount>{};  // never destroyed: used during exit
+    for (const auto &e : kIoctls)
+      (*t)[e.nr] = &e;
+    return t;
+  }();
+  return nr < kNrCount ? (*by_nr)[nr] : nullptr;
 }
 
 }  // namespace rvgl::emu
