@@ -97,10 +97,9 @@ void FenceDelivery::progress() {
     {
       std::lock_guard lk(mu_);
       if (stopped_) return;
-      std::vector<Done> done;
-      collect_locked(&done);
-      any = !done.empty();
-      ready_.insert(ready_.end(), done.begin(), done.end());
+      const size_t before = ready_.size();
+      collect_locked(&ready_);
+      any = ready_.size() != before;
     }
     if (any) signal_poll_fd();
     return;
@@ -117,7 +116,7 @@ void FenceDelivery::progress() {
   }
   std::lock_guard serial(deliver_mu_);  // uncontended but for stop(), which waits a batch out
   t_delivering = this;
-  std::vector<Done> done;
+  std::vector<Done> &done = batch_;  // the deliverer's alone, and it keeps its capacity
   for (;;) {
     done.clear();
     {

@@ -102,6 +102,9 @@ class FenceDelivery {
   uint64_t retired_ = 0;
   bool stopped_ = false;
   bool delivering_ = false;  // async: a thread is in progress()'s delivery loop
+  // Async: the deliverer's batch. Only the thread that set delivering_ touches it, until it clears
+  // it; kept so a delivery allocates nothing once the context has run.
+  std::vector<Done> batch_;
 
   std::mutex deliver_mu_;
 };
