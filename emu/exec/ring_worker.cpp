@@ -52,7 +52,8 @@ void RingWorker::cancel_queued() {
 
 // The oldest job whose context has nothing older queued and whose dependencies have signaled.
 Job *RingWorker::find_ready_locked() {
-  std::vector<const Context *> blocked;
+  std::vector<const Context *> &blocked = seen_;
+  blocked.clear();
   for (auto &j : queue_) {
     const Context *c = j->ctx.get();
     if (std::find(blocked.begin(), blocked.end(), c) != blocked.end()) continue;
@@ -72,7 +73,8 @@ Job *RingWorker::find_ready_locked() {
 // unsatisfied dependencies of each context's oldest job.
 void RingWorker::subscribe_blockers_locked(Waiter &w) {
   w.subscribe_locked(wake_, nullptr);  // the worker outlives its own thread
-  std::vector<const Context *> seen;
+  std::vector<const Context *> &seen = seen_;
+  seen.clear();
   for (auto &j : queue_) {
     const Context *c = j->ctx.get();
     if (std::find(seen.begin(), seen.end(), c) != seen.end()) continue;

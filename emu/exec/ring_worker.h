@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <vector>
 
 #include "config/device_profile.h"
 #include "exec/job.h"
@@ -46,7 +47,10 @@ class RingWorker {
   const DeviceProfile &profile_;
   ResetCounters &resets_;
   std::deque<std::unique_ptr<Job>> queue_;  // guarded by FenceDomain::mutex()
-  WaitQueue wake_;                          // a job queued, or stop
+  // Contexts already looked at by find_ready_locked / subscribe_blockers_locked (domain lock):
+  // kept so a pick allocates nothing.
+  std::vector<const Context *> seen_;
+  WaitQueue wake_;  // a job queued, or stop
   std::atomic<bool> stop_{false};
   WorkerThread thread_;
 };

@@ -50,18 +50,54 @@ std::shared_ptr<Fence> Fence::all_of(const std::vector<std::shared_ptr<Fence>> &
   return out;
 }
 
+namespace {
+
+// A std::function as a fence callback, for the waits that are not on a hot path.
+class FunctionCallback final : public FenceCallback {
+ public:
+  explicit FunctionCallback(std::function<void()> fn) : fn_(std::move(fn)) {}
+  void signaled() override { fn_(); }
+
+ private:
+  std::function<void()> fn_;
+};
+
+}  // namespace
+
+void Fence::release_chain(FenceCallback *cb, bool run) {
+  while (cb) {
+    std::unique_ptr<FenceCallback> node(cb);
+    cb = cb->next_;
+    if (run) node->signaled();
+  }
+}
+
+Fence::~Fence() {
+  // Unsignaled (its job was dropped with the process's last reference): nothing waits any more.
+  release_chain(first_cb_, false);
+}
+
+void Fence::on_signal_locked(std::unique_ptr<FenceCallback> cb) {
+  FenceCallback *node = cb.release();
+  if (last_cb_)
+    last_cb_->next_ = node;
+  else
+    first_cb_ = node;
+  last_cb_ = node;
+}
+
 void Fence::signal(int error) {
-  std::vector<std::function<void()>> cbs;
+  FenceCallback *cbs;
   {
     std::lock_guard lk(FenceDomain::mutex());
     if (signaled_.load(std::memory_order_relaxed)) return;
     error_ = error;
     signaled_.store(true, std::memory_order_release);
-    cbs.swap(callbacks_);
+    cbs = first_cb_;
+    first_cb_ = last_cb_ = nullptr;
     waiters_.wake_all_locked();
   }
-  for (auto &cb : cbs)
-    cb();
+  release_chain(cbs, true);
 }
 
 bool Fence::is_signaled() const {
@@ -77,7 +113,7 @@ void Fence::on_signal(std::function<void()> cb) {
   {
     std::lock_guard lk(FenceDomain::mutex());
     if (!is_signaled_locked()) {
-      callbacks_.push_back(std::move(cb));
+      on_signal_locked(std::make_unique<FunctionCallback>(std::move(cb)));
       return;
     }
   }

@@ -15,8 +15,29 @@
 
 namespace rvgl::emu {
 
+// What a fence runs once when it signals, as a dma_fence_cb is: a node the fence owns from
+// on_signal until it has run (then deletes it) or the fence is destroyed unsignaled (deleted
+// without running). One allocation per wait, made by whoever waits, where a std::function with
+// captures cost a functor, a counter and the fence's list storage, freed on the signalling
+// thread.
+class FenceCallback {
+ public:
+  virtual ~FenceCallback() = default;
+  // Runs on the thread that signalled the fence, without the domain lock.
+  virtual void signaled() = 0;
+
+ private:
+  friend class Fence;
+  FenceCallback *next_ = nullptr;
+};
+
 class Fence {
  public:
+  Fence() = default;
+  ~Fence();
+  Fence(const Fence &) = delete;
+  Fence &operator=(const Fence &) = delete;
+
   static std::shared_ptr<Fence> create();
   // A fence of timeline `context` (dma_fence.context): fences of one context signal in order, so
   // a newer one stands for every older one (dma_resv_add_fence() keeps one per context).
@@ -37,20 +58,26 @@ class Fence {
   // Runs cb once the fence signals (immediately, on this thread, if it already has). Callbacks run
   // without the domain lock held.
   void on_signal(std::function<void()> cb);
-  // The same for a fence not yet signaled, with the domain lock held (cb runs later, unlocked).
-  void on_signal_locked(std::function<void()> cb) { callbacks_.push_back(std::move(cb)); }
+  // Takes `cb` for a fence not yet signaled, with the domain lock held (it runs later, unlocked,
+  // in the order added).
+  void on_signal_locked(std::unique_ptr<FenceCallback> cb);
   // True when signaled before the deadline.
   bool wait(Deadline d) const;
   // Registers `w` to be woken when `f` signals (nothing if it has). Domain lock held.
   static void subscribe_locked(Waiter &w, const std::shared_ptr<Fence> &f);
 
  private:
+  // Runs (or only deletes) every node of a detached chain, in order.
+  static void release_chain(FenceCallback *cb, bool run);
+
   uint64_t context_ = 0;  // 0: a fence of no timeline
   // Written under the domain lock, read without it by is_signaled(): dma_fence_is_signaled() tests
   // DMA_FENCE_FLAG_SIGNALED_BIT without the fence's lock (include/linux/dma-fence.h).
   std::atomic<bool> signaled_{false};
   int error_ = 0;
-  std::vector<std::function<void()>> callbacks_;
+  // Callbacks in the order added (domain lock): owned, see FenceCallback.
+  FenceCallback *first_cb_ = nullptr;
+  FenceCallback *last_cb_ = nullptr;
   mutable WaitQueue waiters_;
 };
 

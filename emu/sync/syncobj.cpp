@@ -41,6 +41,21 @@ void signal_eventfd(const UniqueFd &fd) {
   if (fd) (void)!::write(fd.get(), &one, sizeof(one));
 }
 
+// syncobj_eventfd_entry_func()'s callback: the eventfd goes up once every fence the point stands
+// for has signalled. `left` is shared only when the point stands for several fences.
+class EventfdWake final : public FenceCallback {
+ public:
+  EventfdWake(std::shared_ptr<UniqueFd> fd, std::shared_ptr<std::atomic<size_t>> left)
+      : fd_(std::move(fd)), left_(std::move(left)) {}
+  void signaled() override {
+    if (!left_ || left_->fetch_sub(1) == 1) signal_eventfd(*fd_);
+  }
+
+ private:
+  std::shared_ptr<UniqueFd> fd_;
+  std::shared_ptr<std::atomic<size_t>> left_;
+};
+
 }  // namespace
 
 bool Syncobj::try_fire_locked(const EventfdEntry &e) const {
@@ -54,11 +69,10 @@ bool Syncobj::try_fire_locked(const EventfdEntry &e) const {
   }
   // The entry now follows the fences the point stands for; a later replace does not move it
   // (the kernel adds a callback to the fence it found).
-  auto left = std::make_shared<std::atomic<size_t>>(fences.size());
+  std::shared_ptr<std::atomic<size_t>> left;
+  if (fences.size() > 1) left = std::make_shared<std::atomic<size_t>>(fences.size());
   for (const auto &f : fences)
-    f->on_signal_locked([left, fd = e.fd] {
-      if (left->fetch_sub(1) == 1) signal_eventfd(*fd);
-    });
+    f->on_signal_locked(std::make_unique<EventfdWake>(e.fd, left));
   return true;
 }
 

@@ -55,6 +55,8 @@ DomainMutex &FenceDomain::mutex() {
 void FenceDomain::after_fork_child() {
   g_generation.fetch_add(1, std::memory_order_relaxed);
   t_pending.clear();
+  // A parent's thread may have held this token's mutex (waking it) when the process forked.
+  Waiter::t_cache_.token.reset();
 }
 
 uint64_t FenceDomain::generation() {
@@ -66,6 +68,29 @@ void WaitQueue::wake_all_locked() {
   std::erase_if(entries_, [gen](const Entry &e) { return e.generation != gen; });
   for (const Entry &e : entries_)
     t_pending.push_back(e.waiter->token());
+}
+
+thread_local Waiter::ThreadCache Waiter::t_cache_;
+
+Waiter::Waiter() {
+  ThreadCache &c = t_cache_;
+  if (c.busy) {  // not expected (a thread waits once at a time): a token of its own
+    token_ = std::make_shared<WakeToken>();
+    return;
+  }
+  if (!c.token) c.token = std::make_shared<WakeToken>();
+  c.busy = true;
+  cached_ = true;
+  token_ = c.token;
+  subs_.swap(c.subs);
+}
+
+Waiter::~Waiter() {
+  unsubscribe_all_locked();
+  if (!cached_) return;
+  ThreadCache &c = t_cache_;
+  c.subs.swap(subs_);  // empty, with its capacity
+  c.busy = false;
 }
 
 void Waiter::subscribe_locked(WaitQueue &q, std::shared_ptr<const void> keep) {

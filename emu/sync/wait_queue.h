@@ -66,10 +66,13 @@ class WaitQueue {
 };
 
 // One sleeping thread (on its stack for one wait). FenceDomain::mutex() held for every member.
+// A wait takes its thread's token and subscription list, kept from the last wait (a thread sleeps
+// in one wait at a time), so a wait allocates nothing once its thread has waited before; a wake-up
+// meant for an earlier wait that arrives late only makes the next one look again.
 class Waiter {
  public:
-  Waiter() : token_(std::make_shared<WakeToken>()) {}
-  ~Waiter() { unsubscribe_all_locked(); }
+  Waiter();
+  ~Waiter();
   Waiter(const Waiter &) = delete;
   Waiter &operator=(const Waiter &) = delete;
 
@@ -85,8 +88,18 @@ class Waiter {
     uint64_t generation;
     std::shared_ptr<const void> keep;
   };
+  // What a thread's waits reuse; `busy` while a Waiter of the thread holds them.
+  struct ThreadCache {
+    std::shared_ptr<WakeToken> token;
+    std::vector<Sub> subs;
+    bool busy = false;
+  };
+  static thread_local ThreadCache t_cache_;
+  friend class FenceDomain;  // after_fork_child() drops the forking thread's cache
+
   std::shared_ptr<WakeToken> token_;
   std::vector<Sub> subs_;
+  bool cached_ = false;  // token_ and subs_ came from t_cache_
 };
 
 class FenceDomain {
