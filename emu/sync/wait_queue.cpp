@@ -56,7 +56,7 @@ void FenceDomain::after_fork_child() {
   g_generation.fetch_add(1, std::memory_order_relaxed);
   t_pending.clear();
   // A parent's thread may have held this token's mutex (waking it) when the process forked.
-  Waiter::t_cache_.token.reset();
+  if (!Waiter::t_cache_gone_) Waiter::t_cache_.token.reset();
 }
 
 uint64_t FenceDomain::generation() {
@@ -71,13 +71,16 @@ void WaitQueue::wake_all_locked() {
 }
 
 thread_local Waiter::ThreadCache Waiter::t_cache_;
+thread_local bool Waiter::t_cache_gone_ = false;
 
 Waiter::Waiter() {
-  ThreadCache &c = t_cache_;
-  if (c.busy) {  // not expected (a thread waits once at a time): a token of its own
+  // A second wait of one thread is not expected (a thread waits once at a time), but costs only a
+  // token of its own.
+  if (t_cache_gone_ || t_cache_.busy) {
     token_ = std::make_shared<WakeToken>();
     return;
   }
+  ThreadCache &c = t_cache_;
   if (!c.token) c.token = std::make_shared<WakeToken>();
   c.busy = true;
   cached_ = true;

@@ -93,8 +93,13 @@ class Waiter {
     std::shared_ptr<WakeToken> token;
     std::vector<Sub> subs;
     bool busy = false;
+    ~ThreadCache() { t_cache_gone_ = true; }
   };
   static thread_local ThreadCache t_cache_;
+  // Set once the thread's cache is destroyed (thread exit, or exit() for the main thread): a wait
+  // after that, from a later destructor, takes a token of its own. Trivially destructible, so it
+  // outlives the cache.
+  static thread_local bool t_cache_gone_;
   friend class FenceDomain;  // after_fork_child() drops the forking thread's cache
 
   std::shared_ptr<WakeToken> token_;
