@@ -366,20 +366,26 @@ void CompletionEngine::delegated_lost(uint64_t id) {
   rearm();  // refused too: the engine thread asks again
 }
 
-void CompletionEngine::call_reported() {
-  std::vector<std::pair<Watch *, uint64_t>> calls;
-  {
-    std::lock_guard lk(mu_);
-    for (const auto &[id, point] : reported_) {
-      auto it = entries_.find(id);
-      if (it == entries_.end()) continue;  // removed meanwhile (ids are never reused)
-      calls.emplace_back(it->second.watch, point);
-      to_arm_.push_back(id);
-    }
-    reported_.clear();
+void CompletionEngine::take_fired_locked(const epoll_event *events, int n) {
+  for (int i = 0; i < n; ++i) {
+    // epoll_event is packed on x86-64: copy the id out rather than bind a reference to it.
+    const uint64_t id = events[i].data.u64;
+    if (id == 0) continue;  // the rearm eventfd, read before this
+    auto it = entries_.find(id);
+    if (it == entries_.end()) continue;  // removed while the event was on its way
+    const uint64_t point = it->second.armed;
+    if (!point) continue;  // an edge from a registration already seen
+    it->second.armed = 0;
+    to_arm_.push_back(id);
+    fired_.emplace_back(it->second.watch, point);
   }
-  for (auto &[w, point] : calls)
-    w->reached(point);
+  for (const auto &[id, point] : reported_) {
+    auto it = entries_.find(id);
+    if (it == entries_.end()) continue;  // removed meanwhile (ids are never reused)
+    fired_.emplace_back(it->second.watch, point);
+    to_arm_.push_back(id);
+  }
+  reported_.clear();
 }
 
 void CompletionEngine::run_eventfd() {
@@ -397,34 +403,23 @@ void CompletionEngine::run_eventfd() {
     const int timeout_ms = wait_ns <= 0 ? 0 : static_cast<int>((wait_ns + 999'999) / 1'000'000);
     const int n = epoll_wait(epoll_.get(), events, kBatch, timeout_ms);
     const int64_t now = monotonic_ns();
-    std::lock_guard calls(calls_mu_);
+    // The rearm eventfd is read before reported_ is taken: delegated_fired() files a point and
+    // then writes it, so a write this read consumes comes with a point the take below sees.
     for (int i = 0; i < n; ++i) {
-      // epoll_event is packed on x86-64: copy the id out rather than bind a reference to it.
-      const uint64_t id = events[i].data.u64;
-      if (id == 0) {
-        uint64_t v;
-        [[maybe_unused]] ssize_t r = read(wake_efd_.get(), &v, sizeof(v));
-        continue;
-      }
-      Watch *hit = nullptr;
-      uint64_t point = 0;
-      {
-        std::lock_guard lk(mu_);
-        auto it = entries_.find(id);
-        if (it == entries_.end()) continue;  // removed while the event was on its way
-        point = it->second.armed;
-        if (!point) continue;  // an edge from a registration already seen
-        it->second.armed = 0;
-        to_arm_.push_back(id);
-        hit = it->second.watch;
-      }
-      hit->reached(point);
+      if (events[i].data.u64 != 0) continue;
+      uint64_t v;
+      [[maybe_unused]] ssize_t r = read(wake_efd_.get(), &v, sizeof(v));
     }
-    call_reported();
+    std::lock_guard calls(calls_mu_);
+    fired_.clear();
     {
+      // One look under the table lock per wakeup, however many points it brought.
       std::lock_guard lk(mu_);
+      take_fired_locked(events, n);
       ++wakeups_;
     }
+    for (const auto &[w, point] : fired_)
+      w->reached(point);
     call_due(now);
     if (n < 0 && errno != EINTR) usleep(1000);
   }

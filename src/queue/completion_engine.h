@@ -24,6 +24,8 @@
 // either. Once remove() returns, the engine never calls that watch again.
 #pragma once
 
+#include <sys/epoll.h>
+
 #include <atomic>
 #include <cstdint>
 #include <map>
@@ -131,8 +133,9 @@ class CompletionEngine {
   bool arm_locked(Entry &e);
   // Registers the engine's own eventfd of `e` for point `p` (mu_ held); false when refused.
   bool arm_own_locked(Entry &e, uint64_t p);
-  // eventfd mode: reached() for the delegated points reported to this thread (calls_mu_ held).
-  void call_reported();
+  // eventfd mode: moves the points of the fired watches among `events` and the delegated points
+  // reported to this thread into fired_ (mu_ held; the watches are called after, under calls_mu_).
+  void take_fired_locked(const epoll_event *events, int n);
   // The filing key of a timer with no deadline: after every real one, so each timer has one
   // node in by_deadline_ from add to remove and a refile allocates nothing.
   static constexpr int64_t kNoDeadline = INT64_MAX;
@@ -172,6 +175,9 @@ class CompletionEngine {
   std::vector<uint64_t> to_arm_;
   // eventfd mode: delegated points (watch id, point) reported for this thread to handle.
   std::vector<std::pair<uint64_t, uint64_t>> reported_;
+  // eventfd mode, the engine thread's alone: the (watch, point) pairs of one wakeup, kept so a
+  // wakeup allocates nothing.
+  std::vector<std::pair<Watch *, uint64_t>> fired_;
   uint64_t next_id_ = 1;
   uint64_t wake_point_ = 0;
   uint64_t wakeups_ = 0;

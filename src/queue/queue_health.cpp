@@ -78,8 +78,9 @@ void QueueHealth::completed(uint32_t handle, uint64_t point, int64_t now) {
     it->second.dirty = true;
     if (point > it->second.reached) it->second.reached = point;
     HealthPacer::process().note_busy(now, &it->second.busy_window);
+    if (!check_due_locked(now, true)) return;
   }
-  maybe_check(now);
+  check(now);
 }
 
 bool QueueHealth::completed_later(uint32_t handle, uint64_t point, int64_t now) {
@@ -134,33 +135,31 @@ void QueueHealth::tick(int64_t now) {
       next_user_poll_ns_ = now + kUserPollNs;
       publish_deadline_locked();
     }
-  }
-  maybe_check(now);
-}
-
-void QueueHealth::maybe_check(int64_t now) {
-  {
-    std::lock_guard lk(mu_);
-    bool dirty = false;
-    for (const auto &[h, t] : queues_)
-      dirty |= t.dirty;
-    for (const auto &[h, t] : users_)
-      dirty |= t.dirty;
-    if (!dirty) {
-      due_ns_ = 0;
-      publish_deadline_locked();
-      return;
-    }
-    const int64_t interval = HealthPacer::process().interval_ns(now);
-    if (last_check_ns_ && now - last_check_ns_ < interval) {
-      // Deferred, not dropped: the engine calls tick() at the deadline (publishing files it
-      // with the engine, and this runs on its thread before it sleeps, so no rearm is needed).
-      due_ns_ = last_check_ns_ + interval;
-      publish_deadline_locked();
-      return;
-    }
+    if (!check_due_locked(now, false)) return;
   }
   check(now);
+}
+
+bool QueueHealth::check_due_locked(int64_t now, bool dirty) {
+  // A completion just marked its queue; a tick looks for any mark.
+  for (auto it = queues_.begin(); !dirty && it != queues_.end(); ++it)
+    dirty = it->second.dirty;
+  for (auto it = users_.begin(); !dirty && it != users_.end(); ++it)
+    dirty = it->second.dirty;
+  if (!dirty) {
+    due_ns_ = 0;
+    publish_deadline_locked();
+    return false;
+  }
+  const int64_t interval = HealthPacer::process().interval_ns(now);
+  if (last_check_ns_ && now - last_check_ns_ < interval) {
+    // Deferred, not dropped: the engine calls tick() at the deadline (publishing files it with
+    // the engine, and this runs on its thread before it sleeps, so no rearm is needed).
+    due_ns_ = last_check_ns_ + interval;
+    publish_deadline_locked();
+    return false;
+  }
+  return true;
 }
 
 void QueueHealth::post(uint32_t type, uint32_t queue, uint64_t p0, uint64_t p1) {

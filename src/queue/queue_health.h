@@ -117,8 +117,10 @@ class QueueHealth final : public CompletionEngine::Watch {
   void read_ctx_states(std::vector<Seen> &seen, bool none_failed);
   void check_users(std::vector<std::pair<uint32_t, std::shared_ptr<UserQueue>>> &users,
                    bool fault_unclaimed, const rvgl_drm_amdgpu_info_gpuvm_fault &fault);
-  // Runs a check if one is due and allowed now, else sets the deadline (mu_ not held).
-  void maybe_check(int64_t now_ns);
+  // Whether a check is due and allowed now (some queue marked, its interval passed); if not, sets
+  // the deadline. `dirty`: the caller has just marked a queue. mu_ held; the caller checks after
+  // releasing it.
+  bool check_due_locked(int64_t now_ns, bool dirty);
   void check(int64_t now_ns);
   void post(uint32_t type, uint32_t queue, uint64_t p0, uint64_t p1);
   // Publishes the deadline (deadline_ns() is a load, not a lock) and tells the engine it moved:
