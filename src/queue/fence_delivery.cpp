@@ -36,7 +36,7 @@ FenceDelivery::~FenceDelivery() {
 void FenceDelivery::stop() {
   {
     std::lock_guard lk(mu_);
-    stopped_ = true;
+    stopped_.store(true, std::memory_order_relaxed);
   }
   if (t_delivering == this) return;  // stopping from inside a callback: nothing else runs
   std::lock_guard wait_out(deliver_mu_);
@@ -51,6 +51,7 @@ void FenceDelivery::add(uint32_t ring_idx, uint64_t fence_id,
     if (stopped_) return;
     auto &q = rings_[ring_idx];
     q.push_back({fence_id, std::move(source), point, mergeable});
+    if (!mergeable) exact_pending_.fetch_add(1, std::memory_order_relaxed);
     busy_rings_ |= uint64_t{1} << ring_idx;
     // Only the ring's front decides: a fence behind an unreached one cannot retire first. The
     // front may be an earlier fence whose point the caller just made known (create_fence's
@@ -78,6 +79,7 @@ void FenceDelivery::collect_locked(Out *done) {
       // virgl_write_context_fence, crosvm's fence handler, vtest_signal_sync_queue), so a burst
       // costs one callback. Non-mergeable fences are each reported.
       if (!(p.mergeable && next_ready)) done->push_back({ring, p.fence_id});
+      if (!p.mergeable) exact_pending_.fetch_sub(1, std::memory_order_relaxed);
       ++retired_;
       q.pop_front();
       ready = next_ready;
@@ -104,31 +106,46 @@ void FenceDelivery::progress() {
     if (any) signal_poll_fd();
     return;
   }
+  std::vector<Done> &done = batch_;  // the deliverer's alone, and it keeps its capacity
   {
     // One thread delivers at a time; another that finds it busy leaves its fences to it rather
-    // than waiting: the deliverer collects again after its callbacks and stops only when a
-    // collect under mu_ finds nothing, so what was added before that collect goes with it and
+    // than waiting, and says so (more_): the deliverer collects again only then, and stops when
+    // no one did during its callbacks, so what was made known before that check goes with it and
     // what comes after finds no deliverer and delivers itself. Neither the VMM's thread
-    // (create_fence) nor the engine's ever sleeps on the other's callbacks.
+    // (create_fence) nor the engine's ever sleeps on the other's callbacks. The first collect is
+    // in the same look as the claim: a delivery costs two looks under mu_, not four.
     std::lock_guard lk(mu_);
-    if (stopped_ || delivering_) return;
+    if (stopped_) return;
+    if (delivering_) {
+      more_ = true;
+      return;
+    }
+    done.clear();
+    collect_locked(&done);
+    if (done.empty()) return;
     delivering_ = true;
   }
-  std::lock_guard serial(deliver_mu_);  // uncontended but for stop(), which waits a batch out
+  // Uncontended but for stop(), which waits a batch out. A stop() that set stopped_ after the
+  // collect above and took deliver_mu_ first has returned: nothing may be called back then. Its
+  // store came before its unlock of deliver_mu_, so this read (without mu_) sees it.
+  std::lock_guard serial(deliver_mu_);
+  if (stopped_.load(std::memory_order_relaxed)) {
+    std::lock_guard lk(mu_);
+    delivering_ = false;
+    return;
+  }
   t_delivering = this;
-  std::vector<Done> &done = batch_;  // the deliverer's alone, and it keeps its capacity
   for (;;) {
-    done.clear();
-    {
-      std::lock_guard lk(mu_);
-      if (!stopped_) collect_locked(&done);
-      if (done.empty()) {
-        delivering_ = false;
-        break;
-      }
-    }
     for (const auto &d : done)
       cb_(d.ring, d.fence_id);
+    std::lock_guard lk(mu_);
+    done.clear();
+    if (more_ && !stopped_) collect_locked(&done);
+    more_ = false;
+    if (done.empty()) {
+      delivering_ = false;
+      break;
+    }
   }
   t_delivering = nullptr;
 }
@@ -157,6 +174,10 @@ void FenceDelivery::poll() {
 }
 
 uint64_t FenceDelivery::first_exact_point(const FenceSource *source) const {
+  // VMMs send mergeable fences (QEMU, crosvm): then there is nothing to look for. A fence added
+  // on the VMM's thread before a submission whose point the caller has read (an acquire load of
+  // the queue's last sequence number) is counted here, so the answer is as fresh as the lock's.
+  if (exact_pending_.load(std::memory_order_relaxed) == 0) return 0;
   std::lock_guard lk(mu_);
   uint64_t best = 0;
   uint64_t busy = busy_rings_;

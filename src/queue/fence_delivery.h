@@ -17,6 +17,7 @@
 // ready list, deliver_mu_ is held while callbacks run (docs/threads.md).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -100,10 +101,17 @@ class FenceDelivery {
   uint64_t busy_rings_ = 0;  // bit per ring with pending fences
   std::deque<Done> ready_;   // poll mode: waiting for poll()
   uint64_t retired_ = 0;
-  bool stopped_ = false;
+  // Written under mu_; atomic so that a deliverer can see a stop() it waited out on deliver_mu_.
+  std::atomic<bool> stopped_{false};
   bool delivering_ = false;  // async: a thread is in progress()'s delivery loop
-  // Async: the deliverer's batch. Only the thread that set delivering_ touches it, until it clears
-  // it; kept so a delivery allocates nothing once the context has run.
+  bool more_ = false;
+  // Pending fences that are not mergeable; written under mu_, read without it by
+  // first_exact_point().
+  std::atomic<uint64_t> exact_pending_{
+      0};  // async: progress() found the delivery running during its callbacks
+  // Async: the deliverer's batch: touched under mu_ while delivering_ is clear (the collect that
+  // claims the delivery), and then only by the thread that set delivering_, until it clears it;
+  // kept so a delivery allocates nothing once the context has run.
   std::vector<Done> batch_;
 
   std::mutex deliver_mu_;

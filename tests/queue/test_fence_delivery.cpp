@@ -183,3 +183,93 @@ TEST_CASE("add delivers an earlier fence whose point the caller just made known"
   CHECK(got.size() == 2);
   CHECK(d->pending() == 2);
 }
+
+// The three threads that make progress in a context: the VMM's adds fences, the GPU's side makes
+// their points known and calls progress() (the engine's QueueWatch::reached), and a third calls
+// progress() with nothing new (another queue's completion). A deliverer that stops collecting
+// while another thread's point is unseen would strand a fence; one that collected twice would
+// report it twice. Every fence is non-mergeable, so each must be reported once, in order.
+TEST_CASE("points made known while another thread delivers: every fence once, in order",
+          "[fence-delivery]") {
+  constexpr uint64_t kFences = 2000;
+  for (int run = 0; run < 200; ++run) {
+    std::mutex mu;
+    std::vector<uint64_t> got;
+    int err = 0;
+    auto d = FenceDelivery::create(
+        true,
+        [&](uint32_t, uint64_t id) {
+          std::lock_guard lk(mu);
+          got.push_back(id);
+        },
+        &err);
+    REQUIRE(d);
+    auto src = std::make_shared<ManualSource>();
+    std::atomic<bool> done{false};
+    std::thread vmm([&] {
+      for (uint64_t i = 1; i <= kFences; ++i)
+        d->add(0, i, src, i, false);
+    });
+    std::thread gpu([&] {
+      for (uint64_t p = 1; p <= kFences; ++p) {
+        src->reach(p);
+        d->progress();
+      }
+    });
+    std::thread other([&] {
+      while (!done.load())
+        d->progress();
+    });
+    vmm.join();
+    gpu.join();
+    done.store(true);
+    other.join();
+    // No progress() here: what the threads did must have delivered everything.
+    std::lock_guard lk(mu);
+    REQUIRE(got.size() == kFences);
+    size_t out_of_order = 0;
+    for (uint64_t i = 0; i < kFences; ++i)
+      out_of_order += got[i] != i + 1;
+    REQUIRE(out_of_order == 0);
+    CHECK(d->retired() == kFences);
+    CHECK(d->pending() == 0);
+  }
+}
+
+// stop() waits a delivery out, and after it returns nothing is called back, whichever thread was
+// about to deliver: one stop() lands while a callback runs, and others at random points of a
+// delivery (the collect that claims it and stop() may cross).
+TEST_CASE("no callback runs once stop() has returned", "[fence-delivery]") {
+  for (int run = 0; run < 500; ++run) {
+    std::atomic<bool> stop_returned{false};
+    std::atomic<int> late{0};
+    std::promise<void> entered;
+    const bool in_callback = run == 0;
+    int err = 0;
+    auto d = FenceDelivery::create(
+        true,
+        [&](uint32_t, uint64_t id) {
+          if (in_callback && id == 1) {
+            entered.set_value();
+            std::this_thread::sleep_for(std::chrono::milliseconds(20));
+          }
+          if (stop_returned.load()) late.fetch_add(1);
+        },
+        &err);
+    REQUIRE(d);
+    auto src = std::make_shared<ManualSource>();
+    for (uint64_t i = 1; i <= 64; ++i)
+      d->add(static_cast<uint32_t>(i % 4), i, src, i, false);
+    std::thread gpu([&] {
+      for (uint64_t p = 1; p <= 64; ++p) {
+        src->reach(p);
+        d->progress();
+      }
+    });
+    if (in_callback) entered.get_future().wait();
+    d->stop();
+    stop_returned.store(true);
+    gpu.join();
+    CHECK(late.load() == 0);
+  }
+}
