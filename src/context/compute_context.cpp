@@ -96,11 +96,11 @@ std::unique_ptr<ComputeContext> ComputeContext::create(Options opts, int *err) {
   if (!c->delivery_) return nullptr;
   c->engine_ = CompletionEngine::acquire(*c->dev_, err);
   if (!c->engine_) return nullptr;
-  CompletionEngine *engine = c->engine_.get();
-  c->health_ = std::make_unique<QueueHealth>(c->dev_, c->events_, [engine] { engine->rearm(); });
+  // Both hooks hold the engine: the health owner outlives engine_ (members die bottom-up), and a
+  // rearm or a filing after the timer's removal is harmless.
+  c->health_ = std::make_unique<QueueHealth>(c->dev_, c->events_,
+                                             [engine = c->engine_] { engine->rearm(); });
   if ((*err = c->engine_->add_timer(c->health_.get(), &c->health_timer_))) return nullptr;
-  // The hook holds the engine: the health owner outlives engine_ (members die bottom-up), and a
-  // filing after the timer's removal is ignored.
   c->health_->on_deadline_moved(
       [engine = c->engine_, id = c->health_timer_] { engine->deadline_moved(id); });
   if (!opts.config->capture_dir.empty()) {
