@@ -99,7 +99,7 @@ std::unique_ptr<ComputeContext> ComputeContext::create(Options opts, int *err) {
   // Both hooks hold the engine: the health owner outlives engine_ (members die bottom-up), and a
   // rearm or a filing after the timer's removal is harmless.
   c->health_ = std::make_unique<QueueHealth>(c->dev_, c->events_,
-                                             [engine = c->engine_] { engine->rearm(); });
+                                             [engine = c->engine_] { engine->deadline_earlier(); });
   if ((*err = c->engine_->add_timer(c->health_.get(), &c->health_timer_))) return nullptr;
   c->health_->on_deadline_moved(
       [engine = c->engine_, id = c->health_timer_] { engine->deadline_moved(id); });

@@ -3,6 +3,7 @@
 #include <pthread.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/timerfd.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -23,6 +24,10 @@ constexpr int64_t kSafetyNetNs = 250'000'000;
 std::mutex g_engine_mu;
 std::weak_ptr<CompletionEngine> g_engine;
 std::atomic<int> g_threads{0};
+
+// The engine whose thread this is (set first thing on it), so that thread can tell itself apart
+// without reading thread_id_, which its creator writes after the thread has started.
+thread_local const CompletionEngine *t_engine = nullptr;
 
 }  // namespace
 
@@ -51,7 +56,18 @@ bool CompletionEngine::probe_eventfd() {
   epoll_event ev{};
   ev.events = EPOLLIN;
   ev.data.u64 = 0;
-  return epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, wake_efd_.get(), &ev) == 0;
+  if (epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, wake_efd_.get(), &ev)) return false;
+  // Deadlines through a timerfd in the same set: a deadline that another thread moves earlier
+  // re-sets the timer (one system call, no wakeup) instead of waking this thread to shorten its
+  // sleep. Edge-triggered: each expiry is an event, and settime clears the count, so it is never
+  // read. Without one, rearm() does it as in wait mode.
+  timer_fd_.reset(timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK));
+  if (timer_fd_) {
+    ev.events = EPOLLIN | EPOLLET;
+    ev.data.u64 = kTimerEvent;
+    if (epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, timer_fd_.get(), &ev)) timer_fd_.reset();
+  }
+  return true;
 }
 
 int CompletionEngine::start() {
@@ -170,6 +186,7 @@ void CompletionEngine::remove(uint64_t id) {
 }
 
 void CompletionEngine::rearm() {
+  rearms_.fetch_add(1, std::memory_order_relaxed);
   if (use_eventfd_) {
     const uint64_t one = 1;
     [[maybe_unused]] ssize_t n = write(wake_efd_.get(), &one, sizeof(one));
@@ -217,6 +234,35 @@ void CompletionEngine::refile_locked(uint64_t id, Timer &t) {
 void CompletionEngine::deadline_moved(uint64_t id) {
   std::lock_guard tl(timers_mu_);
   if (auto it = timers_.find(id); it != timers_.end()) refile_locked(id, it->second);
+  // Another thread's earlier deadline: the timer takes it, so the sleeping thread needs no
+  // wakeup to learn it. The engine's own thread sets the timer before it sleeps anyway.
+  if (t_engine != this) set_timer_locked(true);
+}
+
+void CompletionEngine::set_timer(bool only_earlier) {
+  if (!timer_fd_) return;
+  std::lock_guard tl(timers_mu_);
+  set_timer_locked(only_earlier);
+}
+
+void CompletionEngine::set_timer_locked(bool only_earlier) {
+  if (!timer_fd_) return;
+  const int64_t at = earliest_.load(std::memory_order_relaxed);
+  if (at == timer_at_ || (only_earlier && at > timer_at_)) return;
+  itimerspec its{};
+  if (at != kNoDeadline) {
+    // An absolute expiry already past fires at once; 0 would disarm instead.
+    const int64_t t = std::max<int64_t>(at, 1);
+    its.it_value.tv_sec = t / 1'000'000'000;
+    its.it_value.tv_nsec = t % 1'000'000'000;
+  }
+  if (timerfd_settime(timer_fd_.get(), TFD_TIMER_ABSTIME, &its, nullptr) == 0) timer_at_ = at;
+}
+
+void CompletionEngine::deadline_earlier() {
+  // eventfd mode with a timer: deadline_moved() already set it.
+  if (timer_fd_) return;
+  rearm();
 }
 
 int64_t CompletionEngine::next_deadline(int64_t now) {
@@ -241,6 +287,7 @@ void CompletionEngine::call_due(int64_t now) {
 void CompletionEngine::run() {
   // Named for the VMM's operators (top -H, perf sched): one thread per process, whatever it is.
   pthread_setname_np(pthread_self(), "rvgl-completion");
+  t_engine = this;
   if (use_eventfd_)
     run_eventfd();
   else
@@ -370,7 +417,7 @@ void CompletionEngine::take_fired_locked(const epoll_event *events, int n) {
   for (int i = 0; i < n; ++i) {
     // epoll_event is packed on x86-64: copy the id out rather than bind a reference to it.
     const uint64_t id = events[i].data.u64;
-    if (id == 0) continue;  // the rearm eventfd, read before this
+    if (id == 0 || id == kTimerEvent) continue;  // the rearm eventfd (read before this), the timer
     auto it = entries_.find(id);
     if (it == entries_.end()) continue;  // removed while the event was on its way
     const uint64_t point = it->second.armed;
@@ -399,6 +446,7 @@ void CompletionEngine::run_eventfd() {
       arm_idle_locked();
       deadline = next_deadline(monotonic_ns());
     }
+    set_timer(false);
     const int64_t wait_ns = deadline - monotonic_ns();
     const int timeout_ms = wait_ns <= 0 ? 0 : static_cast<int>((wait_ns + 999'999) / 1'000'000);
     const int n = epoll_wait(epoll_.get(), events, kBatch, timeout_ms);

@@ -83,6 +83,10 @@ class CompletionEngine {
   // Makes the thread ask every watch again now (one signal ioctl). Needed only when a watch's
   // arm point or deadline moved earlier than what the thread waits for.
   void rearm();
+  // A timer's deadline moved earlier (after deadline_moved(), outside the watch's locks): wakes
+  // the thread only where it must (wait mode, or eventfd mode without a timerfd); in eventfd mode
+  // deadline_moved() has set the engine's timerfd for it, at the cost of one system call.
+  void deadline_earlier();
 
   // eventfd mode, a watch whose direct_wake_fd() the kernel signals in place of this thread's:
   // the point registered for it, 0 when none is (the engine's own eventfd is used then).
@@ -98,6 +102,8 @@ class CompletionEngine {
 
   size_t watch_count() const;
   uint64_t wakeups() const;  // for tests and benchmarks: waits that returned
+  // For tests: rearm() calls so far (each one wakes the thread).
+  uint64_t rearms() const { return rearms_.load(std::memory_order_relaxed); }
   // For tests: SYNCOBJ_EVENTFD registrations made so far, of the engine's own eventfds and of
   // watches' direct fds.
   struct Registrations {
@@ -146,6 +152,11 @@ class CompletionEngine {
   // Reads the watch's deadline again and files it (timers_mu_ held).
   void refile_locked(uint64_t id, Timer &t);
   int64_t next_deadline(int64_t now);
+  // eventfd mode: sets the timerfd to earliest_ (only when that is earlier than it is set for, if
+  // `only_earlier`); set_timer_locked with timers_mu_ held.
+  void set_timer(bool only_earlier);
+  void set_timer_locked(bool only_earlier);
+  static constexpr uint64_t kTimerEvent = UINT64_MAX;  // the timerfd's epoll data (no watch id)
   void call_due(int64_t now);
   int insert(uint32_t handle, Watch *w, uint64_t *id);
 
@@ -154,6 +165,7 @@ class CompletionEngine {
   std::shared_ptr<SyncTimeline> wake_;  // wait mode: a rearm signals its next point
   UniqueFd epoll_;                      // eventfd mode
   UniqueFd wake_efd_;                   // eventfd mode: a rearm writes it
+  UniqueFd timer_fd_;                   // eventfd mode: expires at earliest_ (none: rearm())
 
   // entries_, to_arm_, reported_, wake_point_, stop_, wakeups_, registrations_, next_id_
   mutable std::mutex mu_;
@@ -166,6 +178,7 @@ class CompletionEngine {
   // The first key of by_deadline_, written under timers_mu_: the thread reads it before each
   // sleep without the lock.
   std::atomic<int64_t> earliest_{kNoDeadline};
+  int64_t timer_at_ = kNoDeadline;  // what timer_fd_ is set for (timers_mu_)
   void note_earliest_locked() {
     earliest_.store(by_deadline_.empty() ? kNoDeadline : by_deadline_.begin()->first,
                     std::memory_order_release);
@@ -182,6 +195,7 @@ class CompletionEngine {
   uint64_t wake_point_ = 0;
   uint64_t wakeups_ = 0;
   Registrations registrations_;
+  std::atomic<uint64_t> rearms_{0};
   bool stop_ = false;
 
   // Held by the engine thread while it calls reached()/tick(); remove() takes it to wait out a

@@ -48,7 +48,8 @@ class QueueHealth final : public CompletionEngine::Watch {
   // was not recorded yet; when a job failed, every queue gets one (n + 1 + the WAIT_CSs).
   static constexpr int64_t kUserPollNs = 2'000'000;
 
-  // rearm: makes the engine ask for deadline_ns() again (a deadline moved earlier).
+  // rearm: called, outside this class's locks, after a deadline moved earlier, so the engine
+  // takes it into its sleep (CompletionEngine::deadline_earlier).
   QueueHealth(std::shared_ptr<AmdgpuDevice> dev, EventRing &events, std::function<void()> rearm)
       : dev_(std::move(dev)), probe_(dev_), events_(events), rearm_(std::move(rearm)) {}
 

@@ -112,3 +112,34 @@ TEST_CASE("engine timers: a removed timer with a due deadline is never ticked",
     CHECK(t.reads.load() == reads);
   }
 }
+
+// A context's VMM thread files an earlier deadline (a deferred health check) while the engine
+// sleeps. The engine must tick at that deadline, not at its 250 ms safety net; in eventfd mode its
+// timerfd takes the deadline, so the thread is not woken first just to shorten its sleep (that
+// wakeup cost a poll-mode VMM one engine wakeup per health interval).
+TEST_CASE("engine timers: a deadline moved earlier by another thread is kept without a wakeup",
+          "[context][engine]") {
+  auto owner = engine_of_this_process();
+  CompletionEngine &engine = *owner;
+  for (int round = 0; round < 20; ++round) {
+    CountingTimer t;
+    t.rounds = 1;
+    uint64_t id;
+    REQUIRE(engine.add_timer(&t, &id) == 0);                    // no deadline yet
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));  // asleep on the safety net
+    const uint64_t rearms = engine.rearms();
+    const int64_t at = monotonic_ns() + 5'000'000;
+    t.at.store(at);
+    engine.deadline_moved(id);
+    engine.deadline_earlier();
+    REQUIRE(wait_for([&] { return t.ticks.load() == 1; }));
+    const int64_t late = monotonic_ns() - at;
+    engine.remove(id);
+    CHECK(late >= 0);
+    CHECK(late < 100'000'000);  // the safety net would be 245 ms or more
+    if (engine.uses_eventfd())
+      CHECK(engine.rearms() == rearms);
+    else
+      CHECK(engine.rearms() == rearms + 1);  // wait mode: the thread is woken to take it
+  }
+}
