@@ -1,6 +1,11 @@
 // Virtualization efficiency in one process: the same jobs straight through libdrm_amdgpu (a)
 // and through our context via the virglrenderer API (b), repetitions alternating a/b and b/a
 // so that drift and noise land on both. efficiency = a / b per job (1.0: no overhead).
+//
+// Two deliveries, as the VMMs use them: async callbacks (QEMU with ASYNC_FENCE_CB), where the
+// completion engine's thread is woken and its callback wakes the VMM's waiting thread (two
+// hand-offs where the direct side has one), and poll mode (vtest, QEMU without it), where the
+// kernel wakes the VMM's thread itself through the context's poll fd.
 #include <benchmark/benchmark.h>
 
 #include <string>
@@ -19,6 +24,7 @@ struct Case {
   Engine engine;
   int copy_index;  // -1: the WRITE_DATA batch
   uint32_t jobs_per_rep;
+  VirglHost::Delivery delivery = VirglHost::Delivery::kAsync;
 };
 
 const IbSlot &slot_of(const GpuSide &s, const Case &c) {
@@ -26,7 +32,7 @@ const IbSlot &slot_of(const GpuSide &s, const Case &c) {
 }
 
 void run_interleaved(benchmark::State &state, const Case &c) {
-  VirglHost host;
+  VirglHost host(c.delivery);
   DirectSide direct;
   ApiSide api(host, 1);
   GpuSide *sides[2] = {&direct, &api};
@@ -82,6 +88,12 @@ void BM_EfficiencySdmaCopy(benchmark::State &state) {
   state.SetLabel(std::to_string(kCopySizes[idx] / kKiB) + " KiB COPY_LINEAR");
 }
 
+void BM_EfficiencySdmaCopyPoll(benchmark::State &state) {
+  const auto idx = static_cast<int>(state.range(0));
+  run_interleaved(state, {Engine::kSdma, idx, 64, VirglHost::Delivery::kPoll});
+  state.SetLabel(std::to_string(kCopySizes[idx] / kKiB) + " KiB COPY_LINEAR, poll mode");
+}
+
 void BM_EfficiencyWriteData(benchmark::State &state) {
   run_interleaved(state, {Engine::kCompute, -1, 64});
   state.SetLabel(std::to_string(kWriteDataPackets) + " x PM4 WRITE_DATA per IB");
@@ -95,6 +107,13 @@ BENCHMARK(guarded<BM_EfficiencySdmaCopy>)
     ->Arg(0)
     ->Arg(1)
     ->Arg(2)
+    ->Iterations(300)
+    ->UseManualTime()
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK(guarded<BM_EfficiencySdmaCopyPoll>)
+    ->Name("BM_EfficiencySdmaCopyPoll")
+    ->ArgName("size_index")
+    ->Arg(1)  // 64 KiB, the size the target is quoted at
     ->Iterations(300)
     ->UseManualTime()
     ->Unit(benchmark::kMicrosecond);
