@@ -239,24 +239,30 @@ void CompletionEngine::deadline_moved(uint64_t id) {
   if (t_engine != this) set_timer_locked(true);
 }
 
-void CompletionEngine::set_timer(bool only_earlier) {
-  if (!timer_fd_) return;
+bool CompletionEngine::set_timer(bool only_earlier) {
+  if (!timer_fd_) return false;
   std::lock_guard tl(timers_mu_);
-  set_timer_locked(only_earlier);
+  return set_timer_locked(only_earlier);
 }
 
-void CompletionEngine::set_timer_locked(bool only_earlier) {
-  if (!timer_fd_) return;
+bool CompletionEngine::set_timer_locked(bool only_earlier) {
+  if (!timer_fd_) return false;
   const int64_t at = earliest_.load(std::memory_order_relaxed);
-  if (at == timer_at_ || (only_earlier && at > timer_at_)) return;
-  itimerspec its{};
-  if (at != kNoDeadline) {
-    // An absolute expiry already past fires at once; 0 would disarm instead.
-    const int64_t t = std::max<int64_t>(at, 1);
-    its.it_value.tv_sec = t / 1'000'000'000;
-    its.it_value.tv_nsec = t % 1'000'000'000;
+  if (at == timer_at_ || (only_earlier && at > timer_at_)) return true;
+  // Deadlines are rate-limited work (health checks), not promises to the µs: they expire on the
+  // next whole millisecond, as the epoll timeout in milliseconds used to make them, so one
+  // wakeup serves every deadline of that millisecond and a completion due about then.
+  int64_t expiry = 0;  // disarmed
+  if (at != kNoDeadline) expiry = (std::max<int64_t>(at, 1) + 999'999) / 1'000'000 * 1'000'000;
+  if (expiry != timer_expiry_) {
+    itimerspec its{};
+    its.it_value.tv_sec = expiry / 1'000'000'000;
+    its.it_value.tv_nsec = expiry % 1'000'000'000;
+    if (timerfd_settime(timer_fd_.get(), TFD_TIMER_ABSTIME, &its, nullptr)) return false;
+    timer_expiry_ = expiry;
   }
-  if (timerfd_settime(timer_fd_.get(), TFD_TIMER_ABSTIME, &its, nullptr) == 0) timer_at_ = at;
+  timer_at_ = at;
+  return true;
 }
 
 void CompletionEngine::deadline_earlier() {
@@ -446,7 +452,9 @@ void CompletionEngine::run_eventfd() {
       arm_idle_locked();
       deadline = next_deadline(monotonic_ns());
     }
-    set_timer(false);
+    // With the timer set for the earliest deadline, the wait itself needs only the safety net
+    // (a timeout at the deadline too would be a second wakeup for it).
+    if (set_timer(false)) deadline = monotonic_ns() + kSafetyNetNs;
     const int64_t wait_ns = deadline - monotonic_ns();
     const int timeout_ms = wait_ns <= 0 ? 0 : static_cast<int>((wait_ns + 999'999) / 1'000'000);
     const int n = epoll_wait(epoll_.get(), events, kBatch, timeout_ms);

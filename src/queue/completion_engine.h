@@ -152,10 +152,11 @@ class CompletionEngine {
   // Reads the watch's deadline again and files it (timers_mu_ held).
   void refile_locked(uint64_t id, Timer &t);
   int64_t next_deadline(int64_t now);
-  // eventfd mode: sets the timerfd to earliest_ (only when that is earlier than it is set for, if
-  // `only_earlier`); set_timer_locked with timers_mu_ held.
-  void set_timer(bool only_earlier);
-  void set_timer_locked(bool only_earlier);
+  // eventfd mode: sets the timerfd for earliest_ (only when that is earlier than it is set for, if
+  // `only_earlier`); set_timer_locked with timers_mu_ held. True when the timer stands for
+  // earliest_ (or for an earlier one) afterwards, false without a timer or when refused.
+  bool set_timer(bool only_earlier);
+  bool set_timer_locked(bool only_earlier);
   static constexpr uint64_t kTimerEvent = UINT64_MAX;  // the timerfd's epoll data (no watch id)
   void call_due(int64_t now);
   int insert(uint32_t handle, Watch *w, uint64_t *id);
@@ -178,7 +179,10 @@ class CompletionEngine {
   // The first key of by_deadline_, written under timers_mu_: the thread reads it before each
   // sleep without the lock.
   std::atomic<int64_t> earliest_{kNoDeadline};
-  int64_t timer_at_ = kNoDeadline;  // what timer_fd_ is set for (timers_mu_)
+  // timers_mu_: the deadline timer_fd_ stands for, and when it expires (that deadline rounded up
+  // to a whole millisecond; 0: disarmed).
+  int64_t timer_at_ = kNoDeadline;
+  int64_t timer_expiry_ = 0;
   void note_earliest_locked() {
     earliest_.store(by_deadline_.empty() ? kNoDeadline : by_deadline_.begin()->first,
                     std::memory_order_release);
