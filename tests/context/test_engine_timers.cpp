@@ -22,6 +22,7 @@ namespace {
 
 class CountingTimer final : public CompletionEngine::Watch {
  public:
+  explicit CountingTimer(int ticks_wanted = 0) : rounds(ticks_wanted) {}
   uint64_t arm_point() override { return 0; }
   void reached(uint64_t) override {}
   int64_t deadline_ns() override {
@@ -69,8 +70,7 @@ TEST_CASE("engine timers: idle timers are not asked on every wakeup", "[context]
       REQUIRE(engine.add_timer(t.get(), &id) == 0);
       idle_ids.push_back(id);
     }
-    CountingTimer active;
-    active.rounds = 25;
+    CountingTimer active(25);
     uint64_t active_id;
     REQUIRE(engine.add_timer(&active, &active_id) == 0);
     // From another thread, as a context's VMM thread files a deadline: filed, then the thread is
@@ -97,8 +97,7 @@ TEST_CASE("engine timers: a removed timer with a due deadline is never ticked",
   auto owner = engine_of_this_process();
   CompletionEngine &engine = *owner;
   for (int round = 0; round < 50; ++round) {
-    CountingTimer t;
-    t.rounds = 1000;
+    CountingTimer t(1000);
     uint64_t id;
     t.at.store(monotonic_ns() + 1'000'000'000);  // far away: filed at add
     REQUIRE(engine.add_timer(&t, &id) == 0);
@@ -122,8 +121,7 @@ TEST_CASE("engine timers: a deadline moved earlier by another thread is kept wit
   auto owner = engine_of_this_process();
   CompletionEngine &engine = *owner;
   for (int round = 0; round < 20; ++round) {
-    CountingTimer t;
-    t.rounds = 1;
+    CountingTimer t(1);
     uint64_t id;
     REQUIRE(engine.add_timer(&t, &id) == 0);                    // no deadline yet
     std::this_thread::sleep_for(std::chrono::milliseconds(2));  // asleep on the safety net
