@@ -25,10 +25,6 @@ std::mutex g_engine_mu;
 std::weak_ptr<CompletionEngine> g_engine;
 std::atomic<int> g_threads{0};
 
-// The engine whose thread this is (set first thing on it), so that thread can tell itself apart
-// without reading thread_id_, which its creator writes after the thread has started.
-thread_local const CompletionEngine *t_engine = nullptr;
-
 }  // namespace
 
 std::shared_ptr<CompletionEngine> CompletionEngine::acquire(const AmdgpuDevice &dev, int *err) {
@@ -234,19 +230,11 @@ void CompletionEngine::refile_locked(uint64_t id, Timer &t) {
 void CompletionEngine::deadline_moved(uint64_t id) {
   std::lock_guard tl(timers_mu_);
   if (auto it = timers_.find(id); it != timers_.end()) refile_locked(id, it->second);
-  // Another thread's earlier deadline: the timer takes it, so the sleeping thread needs no
-  // wakeup to learn it. The engine's own thread sets the timer before it sleeps anyway.
-  if (t_engine != this) set_timer_locked(true);
 }
 
 bool CompletionEngine::set_timer(bool only_earlier) {
   if (!timer_fd_) return false;
   std::lock_guard tl(timers_mu_);
-  return set_timer_locked(only_earlier);
-}
-
-bool CompletionEngine::set_timer_locked(bool only_earlier) {
-  if (!timer_fd_) return false;
   const int64_t at = earliest_.load(std::memory_order_relaxed);
   if (at == timer_at_ || (only_earlier && at > timer_at_)) return true;
   // Deadlines are rate-limited work (health checks), not promises to the µs: they expire on the
@@ -266,8 +254,9 @@ bool CompletionEngine::set_timer_locked(bool only_earlier) {
 }
 
 void CompletionEngine::deadline_earlier() {
-  // eventfd mode with a timer: deadline_moved() already set it.
-  if (timer_fd_) return;
+  // The timer takes the earlier deadline, so the sleeping thread needs no wakeup to learn it;
+  // without a timer (wait mode), or if the kernel refused to set it, the thread must be woken.
+  if (set_timer(true)) return;
   rearm();
 }
 
@@ -293,7 +282,6 @@ void CompletionEngine::call_due(int64_t now) {
 void CompletionEngine::run() {
   // Named for the VMM's operators (top -H, perf sched): one thread per process, whatever it is.
   pthread_setname_np(pthread_self(), "rvgl-completion");
-  t_engine = this;
   if (use_eventfd_)
     run_eventfd();
   else
@@ -445,16 +433,15 @@ void CompletionEngine::run_eventfd() {
   constexpr int kBatch = 32;
   epoll_event events[kBatch];
   for (;;) {
-    int64_t deadline;
     {
       std::lock_guard lk(mu_);
       if (stop_) return;
       arm_idle_locked();
-      deadline = next_deadline(monotonic_ns());
     }
     // With the timer set for the earliest deadline, the wait itself needs only the safety net
     // (a timeout at the deadline too would be a second wakeup for it).
-    if (set_timer(false)) deadline = monotonic_ns() + kSafetyNetNs;
+    const int64_t before = monotonic_ns();
+    const int64_t deadline = set_timer(false) ? before + kSafetyNetNs : next_deadline(before);
     const int64_t wait_ns = deadline - monotonic_ns();
     const int timeout_ms = wait_ns <= 0 ? 0 : static_cast<int>((wait_ns + 999'999) / 1'000'000);
     const int n = epoll_wait(epoll_.get(), events, kBatch, timeout_ms);

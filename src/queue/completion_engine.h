@@ -83,9 +83,9 @@ class CompletionEngine {
   // Makes the thread ask every watch again now (one signal ioctl). Needed only when a watch's
   // arm point or deadline moved earlier than what the thread waits for.
   void rearm();
-  // A timer's deadline moved earlier (after deadline_moved(), outside the watch's locks): wakes
-  // the thread only where it must (wait mode, or eventfd mode without a timerfd); in eventfd mode
-  // deadline_moved() has set the engine's timerfd for it, at the cost of one system call.
+  // A timer's deadline moved earlier (after deadline_moved(), outside the watch's locks): in
+  // eventfd mode sets the engine's timerfd for it (one system call, no wakeup); wakes the thread
+  // only without a timerfd (wait mode) or when the kernel refused to set it.
   void deadline_earlier();
 
   // eventfd mode, a watch whose direct_wake_fd() the kernel signals in place of this thread's:
@@ -153,10 +153,9 @@ class CompletionEngine {
   void refile_locked(uint64_t id, Timer &t);
   int64_t next_deadline(int64_t now);
   // eventfd mode: sets the timerfd for earliest_ (only when that is earlier than it is set for, if
-  // `only_earlier`); set_timer_locked with timers_mu_ held. True when the timer stands for
-  // earliest_ (or for an earlier one) afterwards, false without a timer or when refused.
+  // `only_earlier`); takes timers_mu_. True when the timer stands for earliest_ (or for an
+  // earlier one) afterwards, false without a timer or when refused.
   bool set_timer(bool only_earlier);
-  bool set_timer_locked(bool only_earlier);
   static constexpr uint64_t kTimerEvent = UINT64_MAX;  // the timerfd's epoll data (no watch id)
   void call_due(int64_t now);
   int insert(uint32_t handle, Watch *w, uint64_t *id);

@@ -104,11 +104,11 @@ class FenceDelivery {
   // Written under mu_; atomic so that a deliverer can see a stop() it waited out on deliver_mu_.
   std::atomic<bool> stopped_{false};
   bool delivering_ = false;  // async: a thread is in progress()'s delivery loop
+  // Async: progress() found the delivery running during the deliverer's callbacks.
   bool more_ = false;
   // Pending fences that are not mergeable; written under mu_, read without it by
   // first_exact_point().
-  std::atomic<uint64_t> exact_pending_{
-      0};  // async: progress() found the delivery running during its callbacks
+  std::atomic<uint64_t> exact_pending_{0};
   // Async: the deliverer's batch: touched under mu_ while delivering_ is clear (the collect that
   // claims the delivery), and then only by the thread that set delivering_, until it clears it;
   // kept so a delivery allocates nothing once the context has run.
