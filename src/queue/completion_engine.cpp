@@ -242,6 +242,9 @@ bool CompletionEngine::set_timer(bool only_earlier) {
   // wakeup serves every deadline of that millisecond and a completion due about then.
   int64_t expiry = 0;  // disarmed
   if (at != kNoDeadline) expiry = (std::max<int64_t>(at, 1) + 999'999) / 1'000'000 * 1'000'000;
+  // A one-shot timer that expired is disarmed already: no system call to disarm it again (at
+  // worst it is still on its way, and one wakeup finds nothing due).
+  if (timer_expiry_ && timer_expiry_ <= monotonic_ns()) timer_expiry_ = 0;
   if (expiry != timer_expiry_) {
     itimerspec its{};
     its.it_value.tv_sec = expiry / 1'000'000'000;
@@ -292,10 +295,14 @@ void CompletionEngine::run_wait() {
   std::vector<uint32_t> handles;
   std::vector<uint64_t> points;
   std::vector<uint64_t> ids;
+  std::vector<std::pair<uint64_t, uint64_t>> ready;  // (id, point) reached before the wait
+  std::vector<std::pair<Watch *, uint64_t>> calls;
   for (;;) {
     handles.clear();
     points.clear();
     ids.clear();
+    ready.clear();
+    calls.clear();
     int64_t deadline;
     {
       std::lock_guard lk(mu_);
@@ -303,6 +310,10 @@ void CompletionEngine::run_wait() {
       deadline = next_deadline(monotonic_ns());
       for (auto &[id, e] : entries_) {
         if (const uint64_t p = e.watch->arm_point()) {
+          if (const uint64_t done = e.watch->signalled_from(p)) {
+            ready.emplace_back(id, done);  // the wait would only return at once for it
+            continue;
+          }
           handles.push_back(e.handle);
           points.push_back(p);
           ids.push_back(id);
@@ -315,28 +326,35 @@ void CompletionEngine::run_wait() {
       ids.push_back(0);
     }
     uint32_t first = UINT32_MAX;
-    const int r = dev_->syncobj_timeline_wait(handles, points, deadline,
-                                              DRM_SYNCOBJ_WAIT_FLAGS_WAIT_FOR_SUBMIT, &first);
+    int r = -ETIME;  // not waited: a point is ready
+    if (ready.empty())
+      r = dev_->syncobj_timeline_wait(handles, points, deadline,
+                                      DRM_SYNCOBJ_WAIT_FLAGS_WAIT_FOR_SUBMIT, &first);
     const int64_t now = monotonic_ns();
-    std::lock_guard calls(calls_mu_);
-    Watch *hit = nullptr;
+    std::lock_guard calls_held(calls_mu_);
     {
+      // Looked up again: a watch removed meanwhile is not called.
       std::lock_guard lk(mu_);
       ++wakeups_;
       if (r == 0 && first < ids.size() && ids[first]) {
         auto it = entries_.find(ids[first]);
-        if (it != entries_.end()) hit = it->second.watch;
+        if (it != entries_.end()) calls.emplace_back(it->second.watch, points[first]);
+      }
+      for (const auto &[id, point] : ready) {
+        auto it = entries_.find(id);
+        if (it != entries_.end()) calls.emplace_back(it->second.watch, point);
       }
     }
-    if (hit) hit->reached(points[first]);
+    for (const auto &[w, point] : calls)
+      w->reached(point);
     call_due(now);
     if (r && r != -ETIME) usleep(1000);  // never spin on a broken device
   }
 }
 
-bool CompletionEngine::arm_locked(Entry &e) {
+CompletionEngine::Armed CompletionEngine::arm_locked(uint64_t id, Entry &e) {
   const uint64_t p = e.watch->arm_point();
-  if (!p) return false;  // nothing to wait for yet
+  if (!p) return Armed::kNo;  // nothing to wait for yet
   // One registration outstanding per watch: the kernel cannot take one back, and a second would
   // make a firing ambiguous. An earlier point wanted later is seen when this one fires.
   // A poll-mode VMM's fd in place of ours: the kernel wakes its thread alone, and that thread
@@ -345,11 +363,17 @@ bool CompletionEngine::arm_locked(Entry &e) {
     if (dev_->syncobj_eventfd(e.handle, p, direct) == 0) {
       ++registrations_.direct;
       e.direct_armed = p;
-      return true;
+      return Armed::kRegistered;
     }
     // Refused: our own eventfd instead, and this thread delivers (through the poll fd).
   }
-  return arm_own_locked(e, p);
+  // A burst's newest point is often done by the time the thread wakes for an older one: the
+  // kernel would signal a registration for it at once, an ioctl and a pass of the loop for nothing.
+  if (const uint64_t done = e.watch->signalled_from(p)) {
+    reported_.emplace_back(id, done);
+    return Armed::kReported;
+  }
+  return arm_own_locked(e, p) ? Armed::kRegistered : Armed::kNo;
 }
 
 bool CompletionEngine::arm_own_locked(Entry &e, uint64_t p) {
@@ -359,14 +383,15 @@ bool CompletionEngine::arm_own_locked(Entry &e, uint64_t p) {
   return true;
 }
 
-void CompletionEngine::arm_idle_locked() {
+bool CompletionEngine::arm_idle_locked() {
   size_t keep = 0;
   for (const uint64_t id : to_arm_) {
     auto it = entries_.find(id);
-    if (it == entries_.end()) continue;                 // removed
-    if (!arm_locked(it->second)) to_arm_[keep++] = id;  // asked again next time
+    if (it == entries_.end()) continue;                                  // removed
+    if (arm_locked(id, it->second) == Armed::kNo) to_arm_[keep++] = id;  // asked again next time
   }
   to_arm_.resize(keep);
+  return !reported_.empty();
 }
 
 uint64_t CompletionEngine::delegated_point(uint64_t id) const {
@@ -384,8 +409,9 @@ void CompletionEngine::delegated_fired(uint64_t id, uint64_t point, bool handled
     e.direct_armed = 0;
     if (handled) {
       // The watch's point is known now: it asks for a later one.
-      if (arm_locked(e)) return;
-      to_arm_.push_back(id);
+      const Armed a = arm_locked(id, e);
+      if (a == Armed::kRegistered) return;
+      if (a == Armed::kNo) to_arm_.push_back(id);
     } else {
       reported_.emplace_back(id, point);
     }
@@ -433,17 +459,19 @@ void CompletionEngine::run_eventfd() {
   constexpr int kBatch = 32;
   epoll_event events[kBatch];
   for (;;) {
+    bool ready;
     {
       std::lock_guard lk(mu_);
       if (stop_) return;
-      arm_idle_locked();
+      ready = arm_idle_locked();
     }
     // With the timer set for the earliest deadline, the wait itself needs only the safety net
     // (a timeout at the deadline too would be a second wakeup for it).
     const int64_t before = monotonic_ns();
     const int64_t deadline = set_timer(false) ? before + kSafetyNetNs : next_deadline(before);
     const int64_t wait_ns = deadline - monotonic_ns();
-    const int timeout_ms = wait_ns <= 0 ? 0 : static_cast<int>((wait_ns + 999'999) / 1'000'000);
+    const int timeout_ms =
+        ready || wait_ns <= 0 ? 0 : static_cast<int>((wait_ns + 999'999) / 1'000'000);
     const int n = epoll_wait(epoll_.get(), events, kBatch, timeout_ms);
     const int64_t now = monotonic_ns();
     // The rearm eventfd is read before reported_ is taken: delegated_fired() files a point and

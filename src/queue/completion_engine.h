@@ -58,6 +58,12 @@ class CompletionEngine {
     // through this one and reports the point (delegated_fired); -1 for none. Called with the
     // table lock held.
     virtual int direct_wake_fd() { return -1; }
+    // A point at or after `point` that the watch can tell has signalled without a system call (a
+    // memory the GPU writes when a job ends), 0 when it cannot. Asked before the thread waits for
+    // an arm point: one already reached is handled at once, with no registration or wait ioctl
+    // that the kernel would only answer at once. After reached(p) the arm point is past p, so
+    // this never repeats a point. Called with the table lock held.
+    virtual uint64_t signalled_from(uint64_t /*point*/) { return 0; }
 
    protected:
     ~Watch() = default;
@@ -132,11 +138,16 @@ class CompletionEngine {
   void run();
   void run_wait();
   void run_eventfd();
-  // eventfd mode: registers each watch on to_arm_ (mu_ held).
-  void arm_idle_locked();
-  // Registers one watch for its arm point (mu_ held); false when it has none now or the kernel
-  // refused (it is asked again next time).
-  bool arm_locked(Entry &e);
+  // eventfd mode: registers each watch on to_arm_ (mu_ held). True when a point is on reported_
+  // (already reached, or delegated back): the thread must not sleep before it takes them.
+  bool arm_idle_locked();
+  enum class Armed {
+    kNo,          // no point now, or the kernel refused: asked again next time
+    kRegistered,  // an eventfd is registered for the point
+    kReported,    // the point had signalled already: filed on reported_, nothing registered
+  };
+  // Arms watch `id` for its arm point (mu_ held).
+  Armed arm_locked(uint64_t id, Entry &e);
   // Registers the engine's own eventfd of `e` for point `p` (mu_ held); false when refused.
   bool arm_own_locked(Entry &e, uint64_t p);
   // eventfd mode: moves the points of the fired watches among `events` and the delegated points
@@ -189,7 +200,8 @@ class CompletionEngine {
   // eventfd mode: watches with no registration outstanding (new, or their point fired), so a
   // wakeup re-arms what fired rather than walking every watch.
   std::vector<uint64_t> to_arm_;
-  // eventfd mode: delegated points (watch id, point) reported for this thread to handle.
+  // eventfd mode: points (watch id, point) reported for this thread to handle: delegated ones,
+  // and arm points found reached before a registration.
   std::vector<std::pair<uint64_t, uint64_t>> reported_;
   // eventfd mode, the engine thread's alone: the (watch, point) pairs of one wakeup, kept so a
   // wakeup allocates nothing.

@@ -52,6 +52,9 @@ class KernelQueue {
   // finished_point() >= seq for the newest submission, without walking back to the newest
   // finished one.
   bool finished(uint64_t seq) const;
+  // The newest recorded submission at or after `seq` that the user fence page shows finished;
+  // 0 for none (no ioctl).
+  uint64_t finished_from(uint64_t seq) const { return newest_finished(seq); }
 
   // ---- what the kernel says (the health owner's observation; any thread, ioctls) ----
   // AMDGPU_CTX_QUERY2_FLAGS_* of the queue's kernel context.

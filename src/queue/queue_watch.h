@@ -35,6 +35,8 @@ class QueueWatch final : public CompletionEngine::Watch {
   // and the point is now known; false when the engine must classify first.
   bool reached_here(uint64_t point, int64_t now_ns);
   int direct_wake_fd() override { return delivery_.direct_wake_fd(); }
+  // The user fence page: a job that ran to its end (a failed one is left to the timeline).
+  uint64_t signalled_from(uint64_t point) override { return queue_->finished_from(point); }
 
   // The queue was destroyed: its health is never looked at again; the watch stays only while
   // fences wait for its timeline.
