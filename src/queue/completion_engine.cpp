@@ -295,8 +295,8 @@ void CompletionEngine::run_wait() {
   std::vector<uint32_t> handles;
   std::vector<uint64_t> points;
   std::vector<uint64_t> ids;
-  std::vector<std::pair<uint64_t, uint64_t>> ready;  // (id, point) reached before the wait
-  std::vector<std::pair<Watch *, uint64_t>> calls;
+  std::vector<Report> ready;  // points that ended before the wait
+  std::vector<Call> calls;
   for (;;) {
     handles.clear();
     points.clear();
@@ -310,8 +310,8 @@ void CompletionEngine::run_wait() {
       deadline = next_deadline(monotonic_ns());
       for (auto &[id, e] : entries_) {
         if (const uint64_t p = e.watch->arm_point()) {
-          if (const uint64_t done = e.watch->signalled_from(p)) {
-            ready.emplace_back(id, done);  // the wait would only return at once for it
+          if (const uint64_t done = ended_early_locked(e, p)) {
+            ready.push_back({id, done, true});  // the wait would only return at once for it
             continue;
           }
           handles.push_back(e.handle);
@@ -338,15 +338,14 @@ void CompletionEngine::run_wait() {
       ++wakeups_;
       if (r == 0 && first < ids.size() && ids[first]) {
         auto it = entries_.find(ids[first]);
-        if (it != entries_.end()) calls.emplace_back(it->second.watch, points[first]);
+        if (it != entries_.end()) calls.push_back({it->second.watch, {ids[first], points[first]}});
       }
-      for (const auto &[id, point] : ready) {
-        auto it = entries_.find(id);
-        if (it != entries_.end()) calls.emplace_back(it->second.watch, point);
+      for (const Report &rp : ready) {
+        auto it = entries_.find(rp.id);
+        if (it != entries_.end()) calls.push_back({it->second.watch, rp});
       }
     }
-    for (const auto &[w, point] : calls)
-      w->reached(point);
+    call_watches(calls);
     call_due(now);
     if (r && r != -ETIME) usleep(1000);  // never spin on a broken device
   }
@@ -369,11 +368,34 @@ CompletionEngine::Armed CompletionEngine::arm_locked(uint64_t id, Entry &e) {
   }
   // A burst's newest point is often done by the time the thread wakes for an older one: the
   // kernel would signal a registration for it at once, an ioctl and a pass of the loop for nothing.
-  if (const uint64_t done = e.watch->signalled_from(p)) {
-    reported_.emplace_back(id, done);
+  if (const uint64_t done = ended_early_locked(e, p)) {
+    reported_.push_back({id, done, true});
     return Armed::kReported;
   }
   return arm_own_locked(e, p) ? Armed::kRegistered : Armed::kNo;
+}
+
+uint64_t CompletionEngine::ended_early_locked(Entry &e, uint64_t p) {
+  return p > e.kernel_through ? e.watch->signalled_from(p) : 0;
+}
+
+void CompletionEngine::call_watches(const std::vector<Call> &calls) {
+  std::vector<Report> refused;  // rare: allocates only then
+  for (const Call &c : calls) {
+    if (!c.report.early)
+      c.watch->reached(c.report.point);
+    else if (!c.watch->reached_early(c.report.point))
+      refused.push_back(c.report);
+  }
+  if (refused.empty()) return;
+  std::lock_guard lk(mu_);
+  for (const Report &rp : refused) {
+    // Its arm point stays at or below this one until the kernel reports it: the next pass
+    // registers (the watch is on to_arm_ again) or waits for it.
+    auto it = entries_.find(rp.id);
+    if (it != entries_.end() && rp.point > it->second.kernel_through)
+      it->second.kernel_through = rp.point;
+  }
 }
 
 bool CompletionEngine::arm_own_locked(Entry &e, uint64_t p) {
@@ -413,7 +435,7 @@ void CompletionEngine::delegated_fired(uint64_t id, uint64_t point, bool handled
       if (a == Armed::kRegistered) return;
       if (a == Armed::kNo) to_arm_.push_back(id);
     } else {
-      reported_.emplace_back(id, point);
+      reported_.push_back({id, point, false});
     }
   }
   rearm();  // the engine thread takes it from here
@@ -444,13 +466,13 @@ void CompletionEngine::take_fired_locked(const epoll_event *events, int n) {
     if (!point) continue;  // an edge from a registration already seen
     it->second.armed = 0;
     to_arm_.push_back(id);
-    fired_.emplace_back(it->second.watch, point);
+    fired_.push_back({it->second.watch, {id, point}});
   }
-  for (const auto &[id, point] : reported_) {
-    auto it = entries_.find(id);
+  for (const Report &rp : reported_) {
+    auto it = entries_.find(rp.id);
     if (it == entries_.end()) continue;  // removed meanwhile (ids are never reused)
-    fired_.emplace_back(it->second.watch, point);
-    to_arm_.push_back(id);
+    fired_.push_back({it->second.watch, rp});
+    to_arm_.push_back(rp.id);
   }
   reported_.clear();
 }
@@ -489,8 +511,7 @@ void CompletionEngine::run_eventfd() {
       take_fired_locked(events, n);
       ++wakeups_;
     }
-    for (const auto &[w, point] : fired_)
-      w->reached(point);
+    call_watches(fired_);
     call_due(now);
     if (n < 0 && errno != EINTR) usleep(1000);
   }

@@ -58,12 +58,19 @@ class CompletionEngine {
     // through this one and reports the point (delegated_fired); -1 for none. Called with the
     // table lock held.
     virtual int direct_wake_fd() { return -1; }
-    // A point at or after `point` that the watch can tell has signalled without a system call (a
+    // A point at or after `point` that the watch can tell has ended without a system call (a
     // memory the GPU writes when a job ends), 0 when it cannot. Asked before the thread waits for
-    // an arm point: one already reached is handled at once, with no registration or wait ioctl
-    // that the kernel would only answer at once. After reached(p) the arm point is past p, so
-    // this never repeats a point. Called with the table lock held.
+    // an arm point: one already ended goes to reached_early() at once, with no registration or
+    // wait ioctl that the kernel would only answer at once. Called with the table lock held.
     virtual uint64_t signalled_from(uint64_t /*point*/) { return 0; }
+    // A point signalled_from() found. The kernel need not have processed that job's end yet (its
+    // interrupt, and a fault recorded before it), so the watch takes the point only where that
+    // does not matter; false leaves it to the kernel: the thread waits for it as for any point.
+    // After true, as after reached(), the arm point is past `point`.
+    virtual bool reached_early(uint64_t point) {
+      reached(point);
+      return true;
+    }
 
    protected:
     ~Watch() = default;
@@ -131,6 +138,20 @@ class CompletionEngine {
     // The point the watch's direct_wake_fd() is registered for, in place of `armed`: the fd's
     // owner reports it (0: none outstanding).
     uint64_t direct_armed = 0;
+    // Arm points up to this one are waited for through the kernel: the watch refused to take
+    // one early (reached_early).
+    uint64_t kernel_through = 0;
+  };
+  // A point for a watch's callbacks: from the kernel (a firing, a delegated report), or found
+  // early in memory (signalled_from).
+  struct Report {
+    uint64_t id = 0;
+    uint64_t point = 0;
+    bool early = false;
+  };
+  struct Call {
+    Watch *watch = nullptr;
+    Report report;
   };
   explicit CompletionEngine(std::shared_ptr<AmdgpuDevice> dev) : dev_(std::move(dev)) {}
   int start();
@@ -139,8 +160,13 @@ class CompletionEngine {
   void run_wait();
   void run_eventfd();
   // eventfd mode: registers each watch on to_arm_ (mu_ held). True when a point is on reported_
-  // (already reached, or delegated back): the thread must not sleep before it takes them.
+  // (ended already, or delegated back): the thread must not sleep before it takes them.
   bool arm_idle_locked();
+  // The point of `e` that ended already, for arm point `p`, if the watch may be asked (mu_ held).
+  static uint64_t ended_early_locked(Entry &e, uint64_t p);
+  // Calls the watches for `calls` (calls_mu_ held); the early points a watch refused are waited
+  // for through the kernel from then on.
+  void call_watches(const std::vector<Call> &calls);
   enum class Armed {
     kNo,          // no point now, or the kernel refused: asked again next time
     kRegistered,  // an eventfd is registered for the point
@@ -202,10 +228,10 @@ class CompletionEngine {
   std::vector<uint64_t> to_arm_;
   // eventfd mode: points (watch id, point) reported for this thread to handle: delegated ones,
   // and arm points found reached before a registration.
-  std::vector<std::pair<uint64_t, uint64_t>> reported_;
-  // eventfd mode, the engine thread's alone: the (watch, point) pairs of one wakeup, kept so a
-  // wakeup allocates nothing.
-  std::vector<std::pair<Watch *, uint64_t>> fired_;
+  std::vector<Report> reported_;
+  // eventfd mode, the engine thread's alone: the calls of one wakeup, kept so a wakeup allocates
+  // nothing.
+  std::vector<Call> fired_;
   uint64_t next_id_ = 1;
   uint64_t wake_point_ = 0;
   uint64_t wakeups_ = 0;

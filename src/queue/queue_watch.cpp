@@ -26,6 +26,12 @@ void QueueWatch::reached(uint64_t point) {
   delivery_.progress();
 }
 
+bool QueueWatch::reached_early(uint64_t point) {
+  if (!reached_here(point, monotonic_ns())) return false;
+  delivery_.progress();
+  return true;
+}
+
 bool QueueWatch::reached_here(uint64_t point, int64_t now) {
   if (!retired() && !health_.completed_later(handle_, point, now)) return false;
   queue_->timeline()->note_reached(point);

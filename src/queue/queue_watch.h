@@ -37,6 +37,10 @@ class QueueWatch final : public CompletionEngine::Watch {
   int direct_wake_fd() override { return delivery_.direct_wake_fd(); }
   // The user fence page: a job that ran to its end (a failed one is left to the timeline).
   uint64_t signalled_from(uint64_t point) override { return queue_->finished_from(point); }
+  // Taken only where the health owner would defer its look anyway (reached_here): a look now
+  // could read the VM's fault cache before the kernel recorded a fault of that very job, which
+  // the kernel does before it signals the job's fence, not before the GPU writes the user fence.
+  bool reached_early(uint64_t point) override;
 
   // The queue was destroyed: its health is never looked at again; the watch stays only while
   // fences wait for its timeline.

@@ -1,7 +1,8 @@
-// The completion engine does not wait for a point its watch can already tell has signalled (a
-// queue's user fence shows the job ended): it reports the point at once, with no SYNCOBJ_EVENTFD
-// registration (eventfd mode) and no wait ioctl (wait mode) that the kernel would only answer at
-// once. A burst's newest point is often done by the time the engine wakes for an older one.
+// The completion engine does not wait for a point its watch can already tell has ended (a
+// queue's user fence shows the job done): it offers the point to the watch at once, with no
+// SYNCOBJ_EVENTFD registration (eventfd mode) and no wait ioctl (wait mode) that the kernel would
+// only answer at once. A burst's newest point is often done by the time the engine wakes for an
+// older one. A watch may refuse such a point; the kernel reports it then.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -23,9 +24,11 @@ using namespace rvgl;
 namespace {
 
 // A queue as the engine sees it: the newest point submitted, the newest one its "user fence"
-// shows finished, and the points the engine reported, in order.
+// shows finished, and the points the engine reported, in order. `take_early`: whether it takes a
+// point found in memory (a queue's health owner takes it only when its look is deferred anyway).
 class ScriptedWatch final : public CompletionEngine::Watch {
  public:
+  explicit ScriptedWatch(bool take_early = true) : take_early_(take_early) {}
   uint64_t arm_point() override {
     const uint64_t known = known_.load();
     const uint64_t last = submitted.load();
@@ -40,6 +43,12 @@ class ScriptedWatch final : public CompletionEngine::Watch {
     const uint64_t d = finished.load();
     return d >= point ? d : 0;
   }
+  bool reached_early(uint64_t point) override {
+    offered.fetch_add(1);
+    if (!take_early_) return false;
+    reached(point);
+    return true;
+  }
   std::vector<uint64_t> seen() {
     std::lock_guard lk(mu_);
     return seen_;
@@ -47,8 +56,10 @@ class ScriptedWatch final : public CompletionEngine::Watch {
 
   std::atomic<uint64_t> submitted{0};
   std::atomic<uint64_t> finished{0};
+  std::atomic<int> offered{0};  // reached_early() calls
 
  private:
+  const bool take_early_;
   std::atomic<uint64_t> known_{0};
   std::mutex mu_;
   std::vector<uint64_t> seen_;
@@ -93,9 +104,48 @@ TEST_CASE("engine arming: a point already finished is reported without a registr
     if (engine->uses_eventfd()) {
       CHECK(w.seen() == std::vector<uint64_t>{1, 3});
       CHECK(engine->registrations().own == start + 2);
+      CHECK(w.offered.load() == 1);
     } else {
       // The one wait may first look after the burst was filed (nothing tells the test when it
       // waits for point 1): then point 3 is its first, and only, report.
+      const auto seen = w.seen();
+      CHECK((seen == std::vector<uint64_t>{1, 3} || seen == std::vector<uint64_t>{3}));
+    }
+  }
+}
+
+// A watch that refuses the early point (its health owner would look now, and the kernel may not
+// have recorded that job's fault yet) gets it from the kernel instead: the engine registers for it
+// (eventfd mode) or waits for it, and never offers it early again.
+TEST_CASE("engine arming: a refused early point is left to the kernel", "[context][engine]") {
+  int err = 0;
+  auto dev = AmdgpuDevice::open(choose_render_node(""), &err);
+  REQUIRE(dev);
+  auto engine = CompletionEngine::acquire(*dev, &err);
+  REQUIRE(engine);
+  for (int round = 0; round < 50; ++round) {
+    auto tl = SyncTimeline::create(dev, &err);
+    REQUIRE(tl);
+    ScriptedWatch w(/*take_early=*/false);
+    const uint64_t start = engine->registrations().own;
+    uint64_t id;
+    REQUIRE(engine->add(*tl, &w, &id) == 0);
+    if (engine->uses_eventfd())
+      REQUIRE(wait_for([&] { return engine->registrations().own == start + 1; }));
+    w.submitted.store(3);
+    w.finished.store(3);
+    REQUIRE(dev->syncobj_timeline_signal(tl->handle(), 3) == 0);
+    REQUIRE(wait_for([&] { return !w.seen().empty() && w.seen().back() == 3; }));
+    if (engine->uses_eventfd())
+      REQUIRE(wait_for([&] { return engine->registrations().own >= start + 3; }));
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    engine->remove(id);
+    CHECK(w.offered.load() == 1);
+    if (engine->uses_eventfd()) {
+      // Point 1, point 3 (refused early, so registered), point 4.
+      CHECK(w.seen() == std::vector<uint64_t>{1, 3});
+      CHECK(engine->registrations().own == start + 3);
+    } else {
       const auto seen = w.seen();
       CHECK((seen == std::vector<uint64_t>{1, 3} || seen == std::vector<uint64_t>{3}));
     }
