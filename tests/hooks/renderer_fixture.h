@@ -6,6 +6,7 @@
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -26,13 +27,16 @@ struct ContextFence {
   uint32_t ring_idx;
   uint64_t fence_id;
   std::thread::id thread;
+  std::string thread_name;  // pthread_getname_np of the delivering thread
 };
 
 class FenceLog {
  public:
   void record(uint32_t ctx, uint32_t ring, uint64_t id) {
+    char name[16] = {};
+    pthread_getname_np(pthread_self(), name, sizeof(name));
     std::lock_guard lk(mu_);
-    log_.push_back({ctx, ring, id, std::this_thread::get_id()});
+    log_.push_back({ctx, ring, id, std::this_thread::get_id(), name});
     cv_.notify_all();
   }
   // Whether fence `id` of (ctx, ring) retired: as QEMU, crosvm and vtest read a context fence,
