@@ -8,7 +8,6 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <functional>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -18,8 +17,10 @@
 #include "amdgpu/render_node.h"
 #include "queue/completion_engine.h"
 #include "queue/sync_timeline.h"
+#include "support/wait_for.h"
 
 using namespace rvgl;
+using rvgl::test::wait_for;
 
 namespace {
 
@@ -64,12 +65,6 @@ class ScriptedWatch final : public CompletionEngine::Watch {
   std::mutex mu_;
   std::vector<uint64_t> seen_;
 };
-
-bool wait_for(const std::function<bool()> &done) {
-  for (int i = 0; i < 5000 && !done(); ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  return done();
-}
 
 // 50 rounds, each with a new timeline and watch: idle (in eventfd mode the engine registers for
 // point 1 before it is submitted), then a burst of three that the kernel signals and the user

@@ -5,7 +5,6 @@
 #include <catch2/catch.hpp>
 
 #include <atomic>
-#include <functional>
 #include <chrono>
 #include <memory>
 #include <thread>
@@ -15,8 +14,10 @@
 #include "amdgpu/render_node.h"
 #include "queue/completion_engine.h"
 #include "util/monotonic_clock.h"
+#include "support/wait_for.h"
 
 using namespace rvgl;
+using rvgl::test::wait_for;
 
 namespace {
 
@@ -48,12 +49,6 @@ std::shared_ptr<CompletionEngine> engine_of_this_process() {
   auto engine = CompletionEngine::acquire(*dev, &err);
   REQUIRE(engine);
   return engine;
-}
-
-bool wait_for(const std::function<bool()> &done) {
-  for (int i = 0; i < 5000 && !done(); ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  return done();
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 #include "rvgl_emu.h"
 #include "support/context_harness.h"
 #include "support/scoped_knob.h"
+#include "support/wait_for.h"
 
 namespace rvgl::test {
 
@@ -35,15 +36,6 @@ inline std::vector<rvgl_event> read_events(ContextHarness &h) {
   }
   __atomic_store_n(&hdr->event_rptr, w, __ATOMIC_RELEASE);
   return out;
-}
-
-inline bool wait_for(const std::function<bool()> &cond, int timeout_ms = 5000) {
-  const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
-  while (!cond()) {
-    if (std::chrono::steady_clock::now() > end) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-  return true;
 }
 
 }  // namespace rvgl::test
