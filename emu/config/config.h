@@ -28,6 +28,9 @@ struct Config {
   std::string state_dir;
 
   uint64_t job_latency_us = 0;
+  // From a job's end on the GPU (its user fence written) to the interrupt handler's run, which
+  // records the job's VM faults and signals its fence.
+  uint64_t irq_latency_us = 0;
   uint64_t lockup_timeout_ms = 2000;
   uint64_t userq_poll_us = 200;
   uint64_t spm_rate_hz = 1000;

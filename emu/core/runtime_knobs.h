@@ -11,6 +11,7 @@ namespace rvgl::emu {
 
 struct RuntimeKnobs {
   std::atomic<uint64_t> job_latency_us{0};
+  std::atomic<uint64_t> irq_latency_us{0};
   std::atomic<uint64_t> lockup_timeout_ms{2000};
   std::atomic<uint64_t> userq_poll_us{200};
   std::atomic<uint64_t> counters_interval_ms{0};
@@ -31,6 +32,7 @@ struct RuntimeKnobs {
 
   void load(const Config &c) {
     job_latency_us = c.job_latency_us;
+    irq_latency_us = c.irq_latency_us;
     lockup_timeout_ms = c.lockup_timeout_ms;
     userq_poll_us = c.userq_poll_us;
     counters_interval_ms = c.counters_interval_ms;

@@ -181,8 +181,17 @@ void RingWorker::run(Job &job) {
     fault = mem.fault();
     faulted = mem.faulted();
   }
-  // The fault interrupt fills the VM's fault cache whether or not the job goes on
-  // (gmc_v10_0_process_interrupt -> amdgpu_vm_update_fault_cache); nothing is blamed for it.
+  // amdgpu_ib_schedule(): the CP writes the user fence after the job's IBs, then raises the
+  // end-of-pipe interrupt. Whoever reads that page may see the job done before the interrupt
+  // handler has run.
+  if (st == ExecStatus::Ok && job.user_fence_bo)
+    job.user_fence_bo->backing()->write_fence(job.user_fence_offset, job.seq);
+  if (const uint64_t us = k.irq_latency_us.load())
+    std::this_thread::sleep_for(std::chrono::microseconds(us));
+  // The handler takes the IH ring in order (amdgpu_ih_process), and the fault's entry precedes
+  // the job's end-of-pipe one: the VM's fault cache is filled (gmc_v10_0_process_interrupt ->
+  // amdgpu_vm_update_fault_cache) before the fence signals, whether or not the job went on.
+  // Nothing is blamed for it here.
   if (faulted) {
     job.vm->record_fault(fault);
     counters().vm_faults.fetch_add(1, std::memory_order_relaxed);
@@ -190,10 +199,6 @@ void RingWorker::run(Job &job) {
 
   switch (st) {
     case ExecStatus::Ok:
-      if (job.user_fence_bo) {
-        // amdgpu_ib_schedule(): the fence write follows the job's IBs, before its interrupt.
-        job.user_fence_bo->backing()->write_fence(job.user_fence_offset, job.seq);
-      }
       finish(job, 0);
       return;
     case ExecStatus::Fault:  // only with vm_fault_stop: the halted VM context hangs the job

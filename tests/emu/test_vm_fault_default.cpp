@@ -5,6 +5,9 @@
 // blamed. RVGL_EMU_VM_FAULT_STOP=2 restores the stopping behaviour (test_faults.cpp).
 #include <catch2/catch.hpp>
 
+#include <chrono>
+#include <thread>
+
 #include "emu_test_support.h"
 
 using namespace rvgl::emu_test;
@@ -144,4 +147,39 @@ TEST_CASE("RVGL_EMU_VM_FAULT_STOP takes 0, 1 and 2 only", "[faults][vm_fault_sto
   CHECK(rvgl_emu_set_knob("RVGL_EMU_VM_FAULT_STOP", "x") == -EINVAL);
   CHECK(rvgl_emu_set_knob("RVGL_EMU_VM_FAULT_STOP", "1") == 0);
   CHECK(rvgl_emu_set_knob("RVGL_EMU_VM_FAULT_STOP", "0") == 0);
+}
+
+TEST_CASE("the user fence is written before the interrupt handler records faults and signals",
+          "[faults][vm_fault_stop]") {
+  // amdgpu_ib_schedule(): the CP writes the user fence after the IBs and then raises the
+  // end-of-pipe interrupt; the handler (amdgpu_ih_process, in ring order) fills the fault cache
+  // and signals the fence. RVGL_EMU_IRQ_LATENCY_US is the handler's delay.
+  Knob stop("RVGL_EMU_VM_FAULT_STOP", "0", "0");
+  Knob irq("RVGL_EMU_IRQ_LATENCY_US", "300000", "0");
+  REQUIRE(irq.rc() == 0);
+  FaultRig r;
+  GpuBuffer page;
+  REQUIRE(page.create(r.fd.get(), 4096, 0xc000000) == 0);
+  const auto before = counters();
+  std::vector<uint32_t> ib;
+  sdma::fence(ib, kUnmapped + 0x3000, 0xbad);
+  drm_amdgpu_cs_chunk_fence uf{page.handle, 4088};
+  const std::vector<drm_amdgpu_cs_chunk> chunks{
+      {AMDGPU_CHUNK_ID_FENCE, sizeof(uf) / 4, reinterpret_cast<uintptr_t>(&uf)}};
+  uint64_t seq = 0;
+  REQUIRE(submit(r.fd.get(), r.ctx, AMDGPU_HW_IP_DMA, 0, place_ib(r.buf, 0, ib), ib.size() * 4,
+                 &seq, chunks) == 0);
+  auto *user_fence = reinterpret_cast<volatile uint64_t *>(page.u8() + 4088);
+  const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (*user_fence != seq && std::chrono::steady_clock::now() < end)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  REQUIRE(*user_fence == seq);
+  // Inside the handler's latency: no fault recorded, the fence not signalled.
+  CHECK(counters().vm_faults == before.vm_faults);
+  CHECK(vm_fault(r.fd.get()).addr == 0);
+  CHECK(wait_cs(r.fd.get(), r.ctx, AMDGPU_HW_IP_DMA, 0, seq, 0) == 1);
+  CHECK(wait_cs(r.fd.get(), r.ctx, AMDGPU_HW_IP_DMA, 0, seq, abs_timeout_ms(5000)) == 0);
+  CHECK(counters().vm_faults == before.vm_faults + 1);
+  CHECK(vm_fault(r.fd.get()).addr == kUnmapped + 0x3000);
+  CHECK(rvgl_emu_set_knob("RVGL_EMU_IRQ_LATENCY_US", "10000001") == -EINVAL);
 }
