@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 
 #include "amdgpu/render_node.h"
@@ -208,14 +209,34 @@ void ComputeContext::report_delegated(QueueWatch &w, uint64_t id, int64_t now) {
   // The user fence answers for a job that ran to its end without an ioctl; a failed job's
   // point is asked of the timeline.
   uint64_t reached = w.queue().finished_point();
-  if (reached < armed && w.queue().timeline()->query(&reached)) {
-    // Whether the point was reached is unknown, and its registration may be spent: the engine
-    // watches it again with its own eventfd.
-    engine_->delegated_lost(id);
-    return;
+  bool signalled = false;  // `reached` is what the kernel signalled, not only the user fence
+  if (reached < armed) {
+    if (w.queue().timeline()->query(&reached)) {
+      // Whether the point was reached is unknown, and its registration may be spent: the
+      // engine watches it again with its own eventfd.
+      engine_->delegated_lost(id);
+      return;
+    }
+    signalled = true;
   }
   if (reached < armed) return;
-  fired_.push_back({id, reached, w.reached_here(reached, now)});
+  if (w.reached_here(reached, now)) {
+    fired_.push_back({id, reached, true});
+    return;
+  }
+  // A check is due, and the engine runs it at once. It must not look before the kernel's
+  // interrupt handler has recorded the faults of the jobs it classifies, which the user fence
+  // page does not show (the GPU writes it first): only a point the kernel signalled goes.
+  if (!signalled) {
+    uint64_t kernel = 0;
+    if (w.queue().timeline()->query(&kernel)) {
+      engine_->delegated_lost(id);
+      return;
+    }
+    if (kernel < armed) return;  // the kernel's registration for `armed` is still outstanding
+    reached = std::min(reached, kernel);
+  }
+  fired_.push_back({id, reached, false});
 }
 
 void ComputeContext::unwatch_queue(Queue &q) {
