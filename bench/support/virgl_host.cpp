@@ -33,7 +33,10 @@ void VirglHost::on_fence(uint32_t ctx, uint32_t ring, uint64_t id) {
   // seq_cst on id and waiters_ (both sides): either the waiter sees the id or we see the waiter.
   s.id.store(id);
   if (waiters_.load()) {
-    std::lock_guard lk(mu_);
+    // The lock orders the store with a waiter's check of it; the notify comes after it is
+    // released, or the woken waiter would block on mu_ at once and be woken a second time (as a
+    // VMM, which only sets an event notifier here, would not be).
+    { std::lock_guard lk(mu_); }
     cv_.notify_all();
   }
 }
