@@ -77,6 +77,7 @@ void QueueHealth::completed(uint32_t handle, uint64_t point, int64_t now) {
     if (it == queues_.end()) return;
     it->second.dirty = true;
     if (point > it->second.reached) it->second.reached = point;
+    if (point > it->second.signalled) it->second.signalled = point;
     HealthPacer::process().note_busy(now, &it->second.busy_window);
     if (!check_due_locked(now, true)) return;
   }
@@ -204,7 +205,7 @@ void QueueHealth::check(int64_t now) {
     for (auto &[h, t] : queues_) {
       if (!t.dirty) continue;
       t.dirty = false;
-      Seen s{h, t.queue, {}, t.reached};
+      Seen s{h, t.queue, {}, t.reached, t.signalled};
       s.refused = std::exchange(t.refused, false);
       s.ctx_stale_from = t.ctx_stale_from;
       seen.push_back(std::move(s));
@@ -228,8 +229,17 @@ void QueueHealth::check(int64_t now) {
     s.before = s.q->status();
     if (s.before.lost) continue;
     s.reached = std::max(s.reached, s.q->timeline()->known_reached());
-    s.job_known = s.q->knows_job(s.reached);
   }
+  // The GPU writes a job's user fence before the kernel's interrupt handler records the job's VM
+  // faults and signals its fence: a check in between would miss the fault, and the next one
+  // would blame another queue for it. A point known only from the user fence (made known ahead
+  // of its deferred check) waits for the kernel's signal, the whole check with it.
+  if (!all_signalled(seen)) {
+    postpone(seen, users, now);
+    return;
+  }
+  for (Seen &s : seen)
+    if (!s.before.lost) s.job_known = s.q->knows_job(s.reached);
   bool none_failed = true;
   for (Seen &s : seen) {
     if (s.before.lost) continue;  // classified once: a lost queue stays as it was published
@@ -291,6 +301,7 @@ void QueueHealth::check(int64_t now) {
     std::lock_guard lk(mu_);
     auto it = queues_.find(s.handle);
     if (it == queues_.end() || it->second.queue != s.q) continue;
+    it->second.signalled = std::max(it->second.signalled, s.signalled);
     if (faulted)
       post(RVGL_EVENT_VM_FAULT, s.handle, fault.addr, fault.status | (uint64_t{fault.vmhub} << 32));
     if (fresh & RVGL_QUEUE_FLAG_HANG)
@@ -314,6 +325,41 @@ void QueueHealth::check(int64_t now) {
     s.q->publish(st);  // after its records: a guest that sees it lost finds them in the ring
   }
   events_.notify();
+}
+
+bool QueueHealth::all_signalled(std::vector<Seen> &seen) {
+  bool all = true;
+  for (Seen &s : seen) {
+    if (s.before.lost || s.reached <= s.signalled) continue;
+    uint64_t kernel = 0;
+    // A query that fails says nothing; the check goes on rather than wait forever on a device
+    // that answers no more.
+    if (s.q->timeline()->query(&kernel)) continue;
+    s.signalled = kernel;
+    if (kernel < s.reached) all = false;
+  }
+  return all;
+}
+
+void QueueHealth::postpone(
+    const std::vector<Seen> &seen,
+    const std::vector<std::pair<uint32_t, std::shared_ptr<UserQueue>>> &users, int64_t now) {
+  std::lock_guard lk(mu_);
+  for (const Seen &s : seen) {
+    auto it = queues_.find(s.handle);
+    if (it == queues_.end() || it->second.queue != s.q) continue;  // removed meanwhile
+    Tracked &t = it->second;
+    t.dirty = true;
+    t.refused = t.refused || s.refused;
+    t.signalled = std::max(t.signalled, s.signalled);
+  }
+  for (const auto &[h, q] : users) {
+    auto it = users_.find(h);
+    if (it != users_.end() && it->second.queue == q) it->second.dirty = true;
+  }
+  // This thread files the deadline with itself before it sleeps: no rearm.
+  due_ns_ = now + HealthPacer::process().interval_ns(now);
+  publish_deadline_locked();
 }
 
 void QueueHealth::check_users(std::vector<std::pair<uint32_t, std::shared_ptr<UserQueue>>> &users,

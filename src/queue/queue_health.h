@@ -45,7 +45,10 @@ class QueueHealth final : public CompletionEngine::Watch {
   // queue whose job did not write its user fence (it failed, or its fence was not recorded yet)
   // adds a WAIT_CS; a queue also gets a context query when the probe says the device was reset
   // since that queue's last one, when the kernel refused its work, or when its newest job's fence
-  // was not recorded yet; when a job failed, every queue gets one (n + 1 + the WAIT_CSs).
+  // was not recorded yet; when a job failed, every queue gets one (n + 1 + the WAIT_CSs). A
+  // queue whose point is known only from its user fence adds a SYNCOBJ_QUERY: a check classifies
+  // only what the kernel signalled (the fault cache lags the user fence), and is postponed by an
+  // interval while it has not.
   static constexpr int64_t kUserPollNs = 2'000'000;
 
   // rearm: called, outside this class's locks, after a deadline moved earlier, so the engine
@@ -92,6 +95,9 @@ class QueueHealth final : public CompletionEngine::Watch {
     bool refused = false;      // the kernel refused its work since the last check
     int64_t busy_window = -1;  // the last window HealthPacer counted this queue busy in
     uint64_t reached = 0;      // the newest point the watch reported
+    // The newest point known signalled by the kernel (completed(), or a check's query), which
+    // `reached` may pass: a point read from the user fence (completed_later()).
+    uint64_t signalled = 0;
     // The first probe answer whose "reset" makes this queue's last context state stale: its
     // context was created or queried before that answer was asked.
     uint64_t ctx_stale_from = 0;
@@ -105,7 +111,8 @@ class QueueHealth final : public CompletionEngine::Watch {
     uint32_t handle;
     std::shared_ptr<KernelQueue> q;
     KernelQueue::Status before;
-    uint64_t reached = 0;  // the newest point known done: the watch's or the timeline's
+    uint64_t reached = 0;    // the newest point known done: the watch's or the timeline's
+    uint64_t signalled = 0;  // the newest point known signalled by the kernel
     int job_error = 0;
     uint64_t ctx_flags = 0;
     bool refused = false;
@@ -123,6 +130,13 @@ class QueueHealth final : public CompletionEngine::Watch {
   // releasing it.
   bool check_due_locked(int64_t now_ns, bool dirty);
   void check(int64_t now_ns);
+  // Whether the kernel signalled every point `seen` is about to classify; asks the timeline of
+  // each queue whose point is known only from its user fence. Engine thread.
+  bool all_signalled(std::vector<Seen> &seen);
+  // Marks what `seen` and `users` took again, for a check one interval later.
+  void postpone(const std::vector<Seen> &seen,
+                const std::vector<std::pair<uint32_t, std::shared_ptr<UserQueue>>> &users,
+                int64_t now_ns);
   void post(uint32_t type, uint32_t queue, uint64_t p0, uint64_t p1);
   // Publishes the deadline (deadline_ns() is a load, not a lock) and tells the engine it moved:
   // called after every change of due_ns_ or next_user_poll_ns_.
