@@ -25,10 +25,21 @@ constexpr uint32_t kRingA = 1, kRingB = 2;
 // Long enough that the steps below surely happen inside it, even under a sanitizer.
 constexpr const char *kIrqLatencyUs = "300000";
 
+// The kernel's default fault handling (the job completes; only the fault cache knows) and a
+// stretched interrupt latency, for one test case.
+struct LateInterrupts {
+  ScopedKnob mode{"RVGL_EMU_VM_FAULT_STOP", "0"};
+  ScopedKnob irq{"RVGL_EMU_IRQ_LATENCY_US", kIrqLatencyUs, "0"};
+  LateInterrupts() {
+    REQUIRE(mode.ok());
+    REQUIRE(irq.ok());
+  }
+};
+
 struct TwoQueues {
   ContextHarness h;
   ContextHarness::HostBuffer data, ib;
-  uint64_t va = 0;
+  uint64_t va = 0, fault_va = 0;
   uint32_t a = 0, b = 0;
   TwoQueues(uint32_t ctx_id, bool async) : h(test_config(), async, ctx_id) {
     h.create_shmem();
@@ -42,6 +53,9 @@ struct TwoQueues {
     REQUIRE(r == 0);
     b = h.queue_create(RVGL_IP_SDMA, kRingB, &r);  // another engine: its jobs do not wait on a's
     REQUIRE(r == 0);
+    fault_va = va + (1ull << 31);  // mapped nowhere
+    // No check of this context has run in the last interval: one now would not be deferred.
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   // Writes `marker` to the data buffer's word `slot`, then (if `fault_va`) one word there.
   void submit(uint32_t queue, uint32_t slot, uint32_t marker, uint64_t fault_va = 0) {
@@ -62,7 +76,7 @@ struct TwoQueues {
   // The end of the story, whatever the path: one VM_FAULT, for queue a, and b untouched. Then
   // the emulated kernel's part of every job ends too: a fence can retire from its user fence
   // while the handler still holds the job's context and objects, as the kernel does.
-  void expect_fault_on_a(uint64_t fault_va) {
+  void expect_fault_on_a() {
     REQUIRE(wait_for([&] { return (h.queue_state(a).flags & RVGL_QUEUE_FLAG_VM_FAULT) != 0; }));
     const auto ev = read_events(h);
     REQUIRE(ev.size() == 1);
@@ -86,20 +100,14 @@ struct TwoQueues {
 
 TEST_CASE("a fault the kernel records after the user fence was written goes to its own queue",
           "[robust][events]") {
-  ScopedKnob mode("RVGL_EMU_VM_FAULT_STOP", "0");  // the job completes; only the cache knows
-  REQUIRE(mode.ok());
-  ScopedKnob irq("RVGL_EMU_IRQ_LATENCY_US", kIrqLatencyUs, "0");
-  REQUIRE(irq.ok());
+  LateInterrupts knobs;
   uint32_t ctx_id = 7000;
   for (const bool async : {true, false}) {
     INFO((async ? "async callbacks" : "poll mode"));
     TwoQueues g(++ctx_id, async);
-    const uint64_t fault_va = g.va + (1ull << 31);
-    // No check of this context has run in the last interval: one now would not be deferred.
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
 
     const uint64_t faults_before = emu_counters().vm_faults;
-    g.submit(g.a, 0, 0xa1, fault_va);
+    g.submit(g.a, 0, 0xa1, g.fault_va);
     REQUIRE(wait_for([&] { return g.word(0) == 0xa1; }));
     // The faulting write follows the marker in the same IB: after this the job has ended and
     // its user fence is written, while the handler waits out its latency.
@@ -116,7 +124,7 @@ TEST_CASE("a fault the kernel records after the user fence was written goes to i
     g.submit(g.b, 1, 0xb1);
     REQUIRE(g.h.fence(kRingB, 1) == 0);
     REQUIRE(g.h.wait_fence(kRingB, 1));
-    g.expect_fault_on_a(fault_va);
+    g.expect_fault_on_a();
   }
 }
 
@@ -128,24 +136,19 @@ TEST_CASE("a completion known ahead of its deferred check is classified after th
   // fault is recorded: run before it, it found nothing, and the next look blamed b. Poll mode is
   // where nothing else looks at a's point again; with async callbacks the engine's own wait for
   // that point looks again after the signal.
-  ScopedKnob mode("RVGL_EMU_VM_FAULT_STOP", "0");
-  REQUIRE(mode.ok());
-  ScopedKnob irq("RVGL_EMU_IRQ_LATENCY_US", kIrqLatencyUs, "0");
-  REQUIRE(irq.ok());
+  LateInterrupts knobs;
   uint32_t ctx_id = 7100;
   int in_window = 0;
   for (const bool async : {false, true}) {
     INFO((async ? "async callbacks" : "poll mode"));
     TwoQueues g(++ctx_id, async);
-    const uint64_t fault_va = g.va + (1ull << 31);
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
 
     const uint64_t faults_before = emu_counters().vm_faults;
     g.submit(g.b, 1, 0xb1);
     REQUIRE(wait_for([&] { return g.word(1) == 0xb1; }));
     // a's job ends 20 ms after b's, and its interrupt comes as long after b's.
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    g.submit(g.a, 0, 0xa1, fault_va);
+    g.submit(g.a, 0, 0xa1, g.fault_va);
     REQUIRE(wait_for([&] { return g.word(0) == 0xa1; }));
     REQUIRE(g.h.fence(kRingB, 1) == 0);
     REQUIRE(g.h.fence(kRingA, 1) == 0);
@@ -161,7 +164,7 @@ TEST_CASE("a completion known ahead of its deferred check is classified after th
     g.submit(g.b, 2, 0xb2);
     REQUIRE(g.h.fence(kRingB, 2) == 0);
     REQUIRE(g.h.wait_fence(kRingB, 2));
-    g.expect_fault_on_a(fault_va);
+    g.expect_fault_on_a();
   }
   WARN("a's fence went ahead of the kernel's signal in " << in_window << " of 2 runs");
 }
