@@ -57,14 +57,14 @@ struct TwoQueues {
     // No check of this context has run in the last interval: one now would not be deferred.
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  // Writes `marker` to the data buffer's word `slot`, then (if `fault_va`) one word there.
-  void submit(uint32_t queue, uint32_t slot, uint32_t marker, uint64_t fault_va = 0) {
+  // Writes `marker` to the data buffer's word `slot`, then (if `bad_va`) one word there.
+  void submit(uint32_t queue, uint32_t slot, uint32_t marker, uint64_t bad_va = 0) {
     std::vector<uint32_t> dw;
     if (queue == b) {
       pk::sdma_write_linear(dw, va + slot * 4, {marker});
     } else {
       pk::pm4_write_data(dw, va + slot * 4, {marker});
-      if (fault_va) pk::pm4_write_data(dw, fault_va, {1});
+      if (bad_va) pk::pm4_write_data(dw, bad_va, {1});
     }
     int32_t r;
     h.submit(queue, {ContextHarness::write_ib(ib, va + (1 << 24), dw, slot * 256)}, {}, &r);
