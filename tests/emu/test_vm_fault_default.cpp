@@ -5,9 +5,6 @@
 // blamed. RVGL_EMU_VM_FAULT_STOP=2 restores the stopping behaviour (test_faults.cpp).
 #include <catch2/catch.hpp>
 
-#include <chrono>
-#include <thread>
-
 #include "emu_test_support.h"
 
 using namespace rvgl::emu_test;
@@ -170,10 +167,7 @@ TEST_CASE("the user fence is written before the interrupt handler records faults
   REQUIRE(submit(r.fd.get(), r.ctx, AMDGPU_HW_IP_DMA, 0, place_ib(r.buf, 0, ib), ib.size() * 4,
                  &seq, chunks) == 0);
   auto *user_fence = reinterpret_cast<volatile uint64_t *>(page.u8() + 4088);
-  const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-  while (*user_fence != seq && std::chrono::steady_clock::now() < end)
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  REQUIRE(*user_fence == seq);
+  REQUIRE(eventually([&] { return *user_fence == seq; }));
   // Inside the handler's latency: no fault recorded, the fence not signalled.
   CHECK(counters().vm_faults == before.vm_faults);
   CHECK(vm_fault(r.fd.get()).addr == 0);
