@@ -16,12 +16,12 @@ thread_local std::vector<std::shared_ptr<WakeToken>> t_pending;
 
 void DomainMutex::unlock() {
   if (t_pending.empty()) {
-    m_.unlock();
+    pthread_mutex_unlock(&m_);
     return;
   }
   std::vector<std::shared_ptr<WakeToken>> wake;
   wake.swap(t_pending);
-  m_.unlock();
+  pthread_mutex_unlock(&m_);
   for (const auto &t : wake)
     t->wake();
 }

@@ -6,6 +6,8 @@
 // lock is released, so a woken thread does not run into the lock its waker still holds.
 #pragma once
 
+#include <pthread.h>
+
 #include <condition_variable>
 #include <cstdint>
 #include <memory>
@@ -19,14 +21,23 @@ namespace rvgl::emu {
 class Waiter;
 
 // The domain lock: a mutex whose unlock() then delivers the wake-ups queued while it was held.
+//
+// It stands for the kernel's locks of the same state, which are spinlocks held for well under a
+// microsecond: a syncobj's `lock` (include/drm/drm_syncobj.h), a fence's `lock`
+// (include/linux/dma-fence.h), the scheduler's `job_list_lock` (include/drm/gpu_scheduler.h). A
+// kernel thread that finds one taken spins; it is not put to sleep and woken again. So a
+// contender here spins for a bounded while before it sleeps (glibc's adaptive mutex: at most
+// `glibc.pthread.mutex_spin_count` tries, 100 by default), and a CS, a ring's fence signal and a
+// SYNCOBJ_EVENTFD registration that meet on the lock cost about the hold time, not two context
+// switches (docs/performance.md, "The emulator's own cost").
 class DomainMutex {
  public:
-  void lock() { m_.lock(); }
-  bool try_lock() { return m_.try_lock(); }
+  void lock() { pthread_mutex_lock(&m_); }
+  bool try_lock() { return pthread_mutex_trylock(&m_) == 0; }
   void unlock();
 
  private:
-  std::mutex m_;
+  pthread_mutex_t m_ = PTHREAD_ADAPTIVE_MUTEX_INITIALIZER_NP;
 };
 
 // What a waker signals; shared, so a wake-up delivered after the lock is released still has an
