@@ -108,7 +108,9 @@ int KernelQueue::submit(std::span<const rvgl_ib> ibs, std::span<const TimelinePo
 }
 
 uint64_t KernelQueue::newest_finished(uint64_t floor) const {
-  if (!user_fence_) return 0;
+  // Nothing at or after `floor` was submitted (the engine asks for an idle queue's next point):
+  // no need to read the page, a cache line of its own that the GPU writes.
+  if (!user_fence_ || floor > last_submitted()) return 0;
   const uint64_t written = user_fence_->read();
   if (!written) return 0;
   std::lock_guard lk(recent_mu_);
