@@ -357,9 +357,9 @@ void QueueHealth::postpone(
     auto it = users_.find(h);
     if (it != users_.end() && it->second.queue == q) it->second.dirty = true;
   }
-  // This thread files the deadline with itself before it sleeps: no rearm.
-  due_ns_ = now + HealthPacer::process().interval_ns(now);
-  publish_deadline_locked();
+  // Deferred as any check within its interval is (this one's start is the last check), which
+  // files the deadline.
+  [[maybe_unused]] const bool due = check_due_locked(now, true);
 }
 
 void QueueHealth::check_users(std::vector<std::pair<uint32_t, std::shared_ptr<UserQueue>>> &users,
