@@ -155,14 +155,14 @@ int ComputeContext::create_fence(uint32_t ring_idx, uint64_t fence_id, bool merg
     if (q && q->kernel && q->kernel->last_submitted()) {
       src = q->kernel->timeline();
       point = q->kernel->last_submitted();
-      // Work the GPU already finished (its user fence, a memory read) is made known here, so
-      // the fence retires now rather than at the engine's wakeup, when the health owner would
-      // defer its look anyway (QueueWatch::reached_here); else the engine classifies first.
+      // Work the GPU already finished (its user fence, a memory read: the job ran to its end)
+      // is made known here, so the fence retires now rather than at the engine's wakeup, and
+      // the health owner looks after it (QueueWatch::reached_here).
       // Not where the kernel wakes the VMM's thread itself for the point (poll mode with
       // delegated points): there it would only add a second wake (poll() takes it then).
       if (q->watch && !delegates_points() && q->kernel->timeline()->known_reached() < point &&
           q->kernel->finished(point))
-        q->watch->reached_here(point, monotonic_ns());
+        q->watch->reached_here(point, monotonic_ns(), {.ran_to_end = true});
     }
   } else if (ring_idx == RVGL_RING_EVENTS) {
     // Retires at once while the guest has unread records, else with the next record. The ring
@@ -220,13 +220,13 @@ void ComputeContext::report_delegated(QueueWatch &w, uint64_t id, int64_t now) {
     signalled = true;
   }
   if (reached < armed) return;
-  if (w.reached_here(reached, now)) {
+  if (w.reached_here(reached, now, {.ran_to_end = !signalled, .signalled = signalled})) {
     fired_.push_back({id, reached, true});
     return;
   }
-  // A check is due, and the engine runs it at once. It must not look before the kernel's
-  // interrupt handler has recorded the faults of the jobs it classifies, which the user fence
-  // page does not show (the GPU writes it first): only a point the kernel signalled goes.
+  // A check is due. It must not look before the kernel's interrupt handler has recorded the
+  // faults of the jobs it classifies, which the user fence page does not show (the GPU writes it
+  // first): only a point the kernel signalled goes on.
   if (!signalled) {
     uint64_t kernel = 0;
     if (w.queue().timeline()->query(&kernel)) {
@@ -234,8 +234,16 @@ void ComputeContext::report_delegated(QueueWatch &w, uint64_t id, int64_t now) {
       return;
     }
     if (kernel < armed) return;  // the kernel's registration for `armed` is still outstanding
+    // Every job up to the user fence's point ran to its end: the fences go now and the check
+    // follows on the engine, with no hop there and back on the way (QueueHealth::completed_later).
     reached = std::min(reached, kernel);
+    if (w.reached_here(reached, now, {.ran_to_end = true, .signalled = true})) {
+      fired_.push_back({id, reached, true});
+      return;
+    }
   }
+  // A failed job (or a check under way): the engine classifies first, then delivers through the
+  // poll fd.
   fired_.push_back({id, reached, false});
 }
 

@@ -70,21 +70,18 @@ void QueueHealth::refused(uint32_t handle) {
   rearm_();  // rare: the kernel refused work; let the engine run the check
 }
 
-void QueueHealth::completed(uint32_t handle, uint64_t point, int64_t now) {
-  {
-    std::lock_guard lk(mu_);
-    auto it = queues_.find(handle);
-    if (it == queues_.end()) return;
-    it->second.dirty = true;
-    if (point > it->second.reached) it->second.reached = point;
-    if (point > it->second.signalled) it->second.signalled = point;
-    HealthPacer::process().note_busy(now, &it->second.busy_window);
-    if (!check_due_locked(now, true)) return;
-  }
-  check(now);
+bool QueueHealth::completed(uint32_t handle, uint64_t point, int64_t now) {
+  std::lock_guard lk(mu_);
+  auto it = queues_.find(handle);
+  if (it == queues_.end()) return false;
+  it->second.dirty = true;
+  if (point > it->second.reached) it->second.reached = point;
+  if (point > it->second.signalled) it->second.signalled = point;
+  HealthPacer::process().note_busy(now, &it->second.busy_window);
+  return check_due_locked(now, true);
 }
 
-bool QueueHealth::completed_later(uint32_t handle, uint64_t point, int64_t now) {
+bool QueueHealth::completed_later(uint32_t handle, uint64_t point, int64_t now, Known known) {
   // A check under way (it holds check_mu_ throughout) may be classifying this very completion:
   // not deferred. Held to the end, so none starts before the mark below is made.
   std::unique_lock no_check(check_mu_, std::try_to_lock);
@@ -93,16 +90,22 @@ bool QueueHealth::completed_later(uint32_t handle, uint64_t point, int64_t now) 
   {
     std::lock_guard lk(mu_);
     const int64_t interval = HealthPacer::process().interval_ns(now);
-    if (!last_check_ns_ || now - last_check_ns_ >= interval) return false;
+    // A check due now classifies before the point is known, unless the job there ran to its
+    // end (no error of its own) and the kernel signalled it (its faults are in the fault cache,
+    // and a point not signalled yet would hold the check, and every completion marked with it,
+    // until it is): then its check may follow its delivery (the deadline below is past: the
+    // engine's timer fires at once).
+    const int64_t at = last_check_ns_ + interval;
+    if ((!last_check_ns_ || now >= at) && !(known.ran_to_end && known.signalled)) return false;
     auto it = queues_.find(handle);
     if (it == queues_.end()) return true;  // destroyed: never looked at again
     it->second.dirty = true;
     if (point > it->second.reached) it->second.reached = point;
+    if (known.signalled && point > it->second.signalled) it->second.signalled = point;
     HealthPacer::process().note_busy(now, &it->second.busy_window);
-    const int64_t due = last_check_ns_ + interval;
-    if (!due_ns_ || due < due_ns_) {
+    if (!due_ns_ || at < due_ns_) {
       new_deadline = true;
-      due_ns_ = due;
+      due_ns_ = at;
       publish_deadline_locked();
     }
   }

@@ -10,7 +10,8 @@
 // posted before its state is published, so a guest that sees a queue lost also finds the records
 // that say why.
 //
-// When: after a queue's work reached a new point (its watch saw it), at most once per interval
+// When: after a queue's work reached a new point (its watch saw it; before the point's fences go,
+// unless its job ran to its end and the kernel signalled it), at most once per interval
 // per context (1 ms, longer when many queues of the process are busy: health_pacer.h; the rest is
 // deferred to a deadline, never dropped), and soon after the VMM's thread
 // saw the kernel refuse a submission. User queues have no completion the host sees (the guest
@@ -65,15 +66,26 @@ class QueueHealth final : public CompletionEngine::Watch {
   void refused(uint32_t handle);
 
   // Engine thread: queue `handle` (its watch) reached `point`, which its timeline may not know
-  // yet (the check looks at the job of the newer of the two).
-  void completed(uint32_t handle, uint64_t point, int64_t now_ns);
+  // yet (the check looks at the job of the newer of the two). Marks it for a check; true when
+  // the check is due now, and the caller runs it (check()): before it makes the point known, or
+  // right after it delivered the point's fences when the job there ran to its end (QueueWatch).
+  bool completed(uint32_t handle, uint64_t point, int64_t now_ns);
+  // What the caller of completed_later() knows of the point it reports.
+  struct Known {
+    bool ran_to_end = false;  // the user fence shows the job there done: no error of its own
+    bool signalled = false;   // the kernel signalled it: that job's faults are recorded
+  };
   // VMM thread (poll mode: the kernel woke it, not the engine; or create_fence found the job
   // done in the user fence): queue `handle` reached `point`.
-  // When a check of it now would be deferred anyway (the interval since the last check has not
-  // passed, and no check is under way), the completion is marked for the deferred check, as
-  // completed() would, and true says the caller may make the point known; otherwise nothing is
-  // marked and false says the engine must look first (it classifies before the point is known).
-  bool completed_later(uint32_t handle, uint64_t point, int64_t now_ns);
+  // When no check is under way and either the interval since the last check has not passed, or
+  // it has and the job ran to its end and was signalled (a check now would find nothing that
+  // must come before its fences), the completion is marked for a check at the interval's end (at
+  // once if it has passed), as completed() would, and true says the caller may make the point
+  // known; otherwise nothing is marked and false says the engine must look first (it classifies
+  // before the point is known).
+  bool completed_later(uint32_t handle, uint64_t point, int64_t now_ns, Known known);
+  // Engine thread: classifies every marked queue now.
+  void check(int64_t now_ns);
 
   // Called (with this class's lock held: it must take only a leaf lock) whenever deadline_ns()
   // changes, so the engine files the new deadline instead of asking every context on every
@@ -129,7 +141,6 @@ class QueueHealth final : public CompletionEngine::Watch {
   // the deadline. `dirty`: the caller has just marked a queue. mu_ held; the caller checks after
   // releasing it.
   bool check_due_locked(int64_t now_ns, bool dirty);
-  void check(int64_t now_ns);
   // Whether the kernel signalled every point `seen` is about to classify; asks the timeline of
   // each queue whose point is known only from its user fence. Engine thread.
   bool all_signalled(std::vector<Seen> &seen);

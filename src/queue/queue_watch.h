@@ -31,15 +31,17 @@ class QueueWatch final : public CompletionEngine::Watch {
   void reached(uint64_t point) override;
   // On the VMM's thread, which learnt of the completion first (poll mode: the kernel woke it in
   // place of the engine; create_fence: the user fence shows the job done): the queue reached
-  // `point`. True when the health owner would defer its look (the completion is marked for it)
-  // and the point is now known; false when the engine must classify first.
-  bool reached_here(uint64_t point, int64_t now_ns);
+  // `point`, of which it knows `known`. True when the health owner may look after the point is
+  // known (the completion is marked for it) and the point is now known; false when the engine
+  // must classify first (QueueHealth::completed_later).
+  bool reached_here(uint64_t point, int64_t now_ns, QueueHealth::Known known);
   int direct_wake_fd() override { return delivery_.direct_wake_fd(); }
   // The user fence page: a job that ran to its end (a failed one is left to the timeline).
   uint64_t signalled_from(uint64_t point) override { return queue_->finished_from(point); }
-  // Taken only where the health owner would defer its look anyway (reached_here): a look now
-  // could read the VM's fault cache before the kernel recorded a fault of that very job, which
-  // the kernel does before it signals the job's fence, not before the GPU writes the user fence.
+  // Made known as reached_here() does, the job having run to its end; the health owner's look
+  // then waits for the kernel's signal: one now could read the VM's fault cache before the kernel
+  // recorded a fault of that very job, which the kernel does before it signals the job's fence,
+  // not before the GPU writes the user fence.
   bool reached_early(uint64_t point) override;
 
   // The queue was destroyed: its health is never looked at again; the watch stays only while

@@ -4,6 +4,8 @@
 // eventfd. Counted exactly over a run of jobs one at a time.
 #include <catch2/catch.hpp>
 
+#include <poll.h>
+
 #include <chrono>
 #include <thread>
 
@@ -155,4 +157,36 @@ TEST_CASE("poll mode: a completion whose check is due waits for the kernel's wor
   rvgl_emu_reset_fault_injection();
   CHECK(made.direct == kJobs);
   CHECK(made.own == kJobs);
+}
+
+TEST_CASE("poll mode: a signalled job that ran to its end goes out in the poll that saw it",
+          "[context][poll-wake]") {
+  // Every job finds the health owner's check due (the last one is more than an interval old).
+  // Its job wrote its user fence (no error of its own) and the kernel signalled it (the poll fd
+  // is readable), so nothing the check can find must come before its fence: the one poll() that
+  // saw it delivers it, and the check follows on the engine, exactly once per job. Before, the
+  // point went to the engine to be classified and came back through the poll fd: two hand-offs
+  // between threads on the fence's way, each one a wakeup a busy host may be slow to give.
+  ContextHarness h(test_config(), /*async=*/false);
+  if (!h.ctx().completion_engine().uses_eventfd()) return;  // nothing is delegated
+  h.create_shmem();
+  OneQueue one(h);
+  one.create();
+  const QueueHealth &health = h.ctx().health();
+  for (uint32_t i = 0; i < 20; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(3));
+    const uint64_t checks = health.checks();
+    std::vector<uint32_t> dw;
+    pk::pm4_write_data(dw, one.va0, {i + 1});
+    int32_t r;
+    h.submit(one.q, {ContextHarness::write_ib(one.ib, one.va0 + 1024 * 1024, dw)}, {}, &r);
+    REQUIRE(r == 0);
+    REQUIRE(h.fence(kRing, 700 + i) == 0);
+    pollfd p{h.ctx().poll_fd(), POLLIN, 0};
+    REQUIRE(::poll(&p, 1, 5000) == 1);  // the kernel signalled the job's point
+    h.ctx().poll();
+    CHECK(h.fences().has(kRing, 700 + i));
+    settle([&] { return health.checks() > checks; });
+    CHECK(health.checks() == checks + 1);
+  }
 }

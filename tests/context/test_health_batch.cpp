@@ -65,7 +65,13 @@ struct Rig {
   }
 };
 
-// The ioctls of whatever check `h.completed()` (or tick) runs now on this thread.
+// A completion as the engine reports it (QueueWatch::reached): marked, and checked at once when
+// a check is due.
+void complete(QueueHealth &h, uint32_t handle, uint64_t point, int64_t now) {
+  if (h.completed(handle, point, now)) h.check(now);
+}
+
+// The ioctls of whatever check `complete()` (or tick) runs now on this thread.
 template <typename F>
 uint64_t ioctls_of(QueueHealth &h, F &&f) {
   const uint64_t checks = h.checks();
@@ -85,12 +91,12 @@ uint64_t deferred_check_ioctls(Rig &r, std::vector<std::shared_ptr<KernelQueue>>
   const int64_t t0 = monotonic_ns();
   qs.push_back(r.queue_with_jobs(r.nop_ib));
   h.add(1, qs.back());
-  h.completed(1, 1, t0);
+  complete(h, 1, 1, t0);
   REQUIRE(h.checks() == 1);
   for (uint32_t i = 0; i < faults.size(); ++i) {
     qs.push_back(r.queue_with_jobs(faults[i] ? r.fault_ib : r.nop_ib));
     h.add(i + 2, qs.back());
-    h.completed(i + 2, 1, t0);
+    complete(h, i + 2, 1, t0);
   }
   REQUIRE(h.checks() == 1);
   return ioctls_of(h, [&] { h.tick(t0 + 1'000'000'000); });
@@ -133,7 +139,7 @@ TEST_CASE("after a GPU reset each queue's context is asked once, by whichever ch
   int64_t t = monotonic_ns();
   // Before the reset: the probe, the fault cache; no context query, and no WAIT_CS (the job
   // wrote its user fence).
-  CHECK(ioctls_of(health, [&] { health.completed(1, 1, t); }) == 2);
+  CHECK(ioctls_of(health, [&] { complete(health, 1, 1, t); }) == 2);
 
   {
     // Another context's second job is taken by a reset (innocent, no VRAM lost): the device's
@@ -145,17 +151,17 @@ TEST_CASE("after a GPU reset each queue's context is asked once, by whichever ch
 
   // The first check after it sees only a: the probe reports the reset, so a's context is asked.
   t += 1'000'000'000;
-  CHECK(ioctls_of(health, [&] { health.completed(1, 1, t); }) == 3);
+  CHECK(ioctls_of(health, [&] { complete(health, 1, 1, t); }) == 3);
   CHECK(a->status().flags == RVGL_QUEUE_FLAG_INNOCENT);
   CHECK(b->status().flags == 0);
   // b's first check after it: the probe has nothing new, but b's context was last read before
   // the answer that reported the reset, so it is asked too.
   t += 1'000'000'000;
-  CHECK(ioctls_of(health, [&] { health.completed(2, 1, t); }) == 3);
+  CHECK(ioctls_of(health, [&] { complete(health, 2, 1, t); }) == 3);
   CHECK(b->status().flags == RVGL_QUEUE_FLAG_INNOCENT);
   // Both read since: the probe speaks for them again.
   t += 1'000'000'000;
-  CHECK(ioctls_of(health, [&] { health.completed(1, 1, t); }) == 2);
+  CHECK(ioctls_of(health, [&] { complete(health, 1, 1, t); }) == 2);
   CHECK_FALSE(a->status().lost);
   CHECK_FALSE(b->status().lost);
   // One innocent reset record each, and nothing else (no shared page: counted as dropped).
@@ -180,8 +186,8 @@ TEST_CASE("a reached point whose job's fence is not recorded yet leaves the cont
   auto q = r.queue_with_jobs(r.nop_ib);
   health.add(1, q);
   int64_t t = monotonic_ns();
-  CHECK(ioctls_of(health, [&] { health.completed(1, 1, t); }) == 2);
+  CHECK(ioctls_of(health, [&] { complete(health, 1, 1, t); }) == 2);
   t += 1'000'000'000;
-  CHECK(ioctls_of(health, [&] { health.completed(1, 2, t); }) == 4);
+  CHECK(ioctls_of(health, [&] { complete(health, 1, 2, t); }) == 4);
   CHECK_FALSE(q->status().lost);
 }
