@@ -71,6 +71,14 @@ void QueueHealth::refused(uint32_t handle) {
 }
 
 bool QueueHealth::completed(uint32_t handle, uint64_t point, int64_t now) {
+  bool waiting;
+  {
+    std::lock_guard lk(mu_);
+    waiting = waiting_signal_;
+  }
+  // Rare (a fault's interrupt late behind the user fence), and not paced: at most one look per
+  // completion while the kernel has not signalled what the waiting check classifies.
+  if (waiting) check(now);
   std::lock_guard lk(mu_);
   auto it = queues_.find(handle);
   if (it == queues_.end()) return false;
@@ -97,6 +105,7 @@ bool QueueHealth::completed_later(uint32_t handle, uint64_t point, int64_t now, 
     // engine's timer fires at once).
     const int64_t at = last_check_ns_ + interval;
     if ((!last_check_ns_ || now >= at) && !(known.ran_to_end && known.signalled)) return false;
+    if (waiting_signal_) return false;
     auto it = queues_.find(handle);
     if (it == queues_.end()) return true;  // destroyed: never looked at again
     it->second.dirty = true;
@@ -220,6 +229,7 @@ void QueueHealth::check(int64_t now) {
     }
     last_check_ns_ = now;
     due_ns_ = 0;
+    waiting_signal_ = false;  // postpone() sets it again if the kernel still has not signalled
     publish_deadline_locked();
     ++checks_;
   }
@@ -360,6 +370,7 @@ void QueueHealth::postpone(
     auto it = users_.find(h);
     if (it != users_.end() && it->second.queue == q) it->second.dirty = true;
   }
+  waiting_signal_ = true;
   // Deferred as any check within its interval is (this one's start is the last check), which
   // files the deadline.
   [[maybe_unused]] const bool due = check_due_locked(now, true);

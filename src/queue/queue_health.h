@@ -66,7 +66,8 @@ class QueueHealth final : public CompletionEngine::Watch {
   void refused(uint32_t handle);
 
   // Engine thread: queue `handle` (its watch) reached `point`, which its timeline may not know
-  // yet (the check looks at the job of the newer of the two). Marks it for a check; true when
+  // yet (the check looks at the job of the newer of the two). A check postponed for another
+  // point's kernel signal runs first, without this completion. Marks it for a check; true when
   // the check is due now, and the caller runs it (check()): before it makes the point known, or
   // right after it delivered the point's fences when the job there ran to its end (QueueWatch).
   bool completed(uint32_t handle, uint64_t point, int64_t now_ns);
@@ -174,6 +175,11 @@ class QueueHealth final : public CompletionEngine::Watch {
   int64_t due_ns_ = 0;
   uint64_t checks_ = 0;
   std::atomic<int64_t> deadline_{0};  // the earlier of due_ns_ and next_user_poll_ns_ (0: none)
+  // A check was postponed for a kernel signal (postpone()) and has not run since. A completion
+  // marked now would join it and, with two queues in one look, a fault that did not fail its
+  // job would be blamed on neither: the engine runs the waiting check first (completed()), and
+  // completed_later() leaves the completion to the engine.
+  bool waiting_signal_ = false;
 
   // Engine thread only (checks never run concurrently: they run on that thread).
   rvgl_drm_amdgpu_info_gpuvm_fault last_fault_{};

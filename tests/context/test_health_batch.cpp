@@ -6,6 +6,9 @@
 // each queue is asked once, whichever check first looks at it.
 #include <catch2/catch.hpp>
 
+#include <chrono>
+#include <thread>
+
 #include "../tools/common/amd_packets.h"
 #include "amdgpu/amdgpu_device.h"
 #include "amdgpu/render_node.h"
@@ -190,4 +193,54 @@ TEST_CASE("a reached point whose job's fence is not recorded yet leaves the cont
   t += 1'000'000'000;
   CHECK(ioctls_of(health, [&] { complete(health, 1, 2, t); }) == 4);
   CHECK_FALSE(q->status().lost);
+}
+
+TEST_CASE("a check waiting for a kernel signal runs before another queue's completion joins it",
+          "[health]") {
+  // Queue a's job faults without failing (vm_fault_stop=0) and writes its user fence 300 ms
+  // before the kernel records the fault and signals it. Made known from the user fence within
+  // b's check interval, a's check waits for that signal (postponed). b then completes again:
+  // joined to a's waiting check, the look would have two queues and blame the fault on neither
+  // (QUEUE_NONE); a's check must run first, alone, and the fault go to a.
+  Rig r;
+  QueueHealth &h = r.health;
+  auto b = r.queue_with_jobs(r.nop_ib);
+  h.add(2, b);
+  test::ScopedKnob mode{"RVGL_EMU_VM_FAULT_STOP", "0"};
+  test::ScopedKnob irq{"RVGL_EMU_IRQ_LATENCY_US", "300000", "0"};
+  REQUIRE(mode.ok());
+  REQUIRE(irq.ok());
+  rvgl_emu_counters c{};
+  rvgl_emu_get_counters(&c, sizeof(c));
+  const uint64_t faults_before = c.vm_faults;
+  std::unique_ptr<KernelQueue> made;
+  REQUIRE(KernelQueue::create(r.dev, RVGL_IP_COMPUTE, RVGL_PRIORITY_NORMAL, &made) == 0);
+  std::shared_ptr<KernelQueue> a = std::move(made);
+  h.add(1, a);
+  uint64_t seq_a = 0;
+  REQUIRE(a->submit({&r.fault_ib, 1}, {}, 0, &seq_a) == 0);
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (!a->finished(seq_a) && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  REQUIRE(a->finished(seq_a));
+
+  const int64_t t0 = monotonic_ns();
+  complete(h, 2, 1, t0);  // b's check: a look one interval ago
+  REQUIRE(h.completed_later(1, seq_a, t0 + 1, {.ran_to_end = true}));
+  const uint64_t checks = h.checks();
+  h.tick(t0 + 1'000'000'000);  // a's check: the kernel has not signalled a's point
+  REQUIRE(h.checks() == checks + 1);
+  rvgl_emu_get_counters(&c, sizeof(c));
+  REQUIRE(c.vm_faults == faults_before);  // precondition: all of the above inside the gap
+  CHECK_FALSE(a->status().flags & RVGL_QUEUE_FLAG_VM_FAULT);
+
+  test::wait_signalled(*a, seq_a);  // the fault is recorded now
+  uint64_t seq_b = 0;
+  REQUIRE(b->submit({&r.nop_ib, 1}, {}, 0, &seq_b) == 0);
+  test::wait_signalled(*b, seq_b);
+  complete(h, 2, seq_b, t0 + 1'000'000'001);  // within the interval: b's own check is deferred
+  h.tick(t0 + 2'000'000'000);
+  CHECK(a->status().flags == RVGL_QUEUE_FLAG_VM_FAULT);
+  CHECK_FALSE(a->status().lost);
+  CHECK(b->status().flags == 0);
 }
