@@ -71,15 +71,14 @@ void QueueHealth::refused(uint32_t handle) {
 }
 
 bool QueueHealth::completed(uint32_t handle, uint64_t point, int64_t now) {
-  bool waiting;
-  {
-    std::lock_guard lk(mu_);
-    waiting = waiting_signal_;
+  std::unique_lock lk(mu_);
+  if (waiting_signal_) {
+    // Rare (a fault's interrupt late behind the user fence), and not paced: at most one look per
+    // completion while the kernel has not signalled what the waiting check classifies.
+    lk.unlock();
+    check(now);
+    lk.lock();
   }
-  // Rare (a fault's interrupt late behind the user fence), and not paced: at most one look per
-  // completion while the kernel has not signalled what the waiting check classifies.
-  if (waiting) check(now);
-  std::lock_guard lk(mu_);
   auto it = queues_.find(handle);
   if (it == queues_.end()) return false;
   it->second.dirty = true;
