@@ -208,6 +208,15 @@ void QueueHealth::read_ctx_states(std::vector<Seen> &seen, bool none_failed) {
 }
 
 void QueueHealth::check(int64_t now) {
+  // Counted once it is over and check_mu_ is released (destroyed after `running`): a test that
+  // sees the count may take the next step with no check under way.
+  struct Count {
+    QueueHealth &h;
+    ~Count() {
+      std::lock_guard lk(h.mu_);
+      ++h.checks_;
+    }
+  } count{*this};
   std::lock_guard running(check_mu_);  // the whole check, published states included
   std::vector<Seen> seen;
   std::vector<std::pair<uint32_t, std::shared_ptr<UserQueue>>> users;
@@ -230,7 +239,6 @@ void QueueHealth::check(int64_t now) {
     due_ns_ = 0;
     waiting_signal_ = false;  // postpone() sets it again if the kernel still has not signalled
     publish_deadline_locked();
-    ++checks_;
   }
   if (seen.empty() && users.empty()) return;
 

@@ -99,7 +99,7 @@ class QueueHealth final : public CompletionEngine::Watch {
   int64_t deadline_ns() override;
   void tick(int64_t now_ns) override;
 
-  uint64_t checks() const;  // for tests: checks run so far
+  uint64_t checks() const;  // for tests: checks that have ended (check_mu_ released)
 
  private:
   struct Tracked {
