@@ -6,9 +6,6 @@
 // each queue is asked once, whichever check first looks at it.
 #include <catch2/catch.hpp>
 
-#include <chrono>
-#include <thread>
-
 #include "../tools/common/amd_packets.h"
 #include "amdgpu/amdgpu_device.h"
 #include "amdgpu/render_node.h"
@@ -19,6 +16,7 @@
 #include "support/device_bo.h"
 #include "support/queue_wait.h"
 #include "support/scoped_knob.h"
+#include "support/wait_for.h"
 #include "util/monotonic_clock.h"
 
 using namespace rvgl;
@@ -56,9 +54,14 @@ struct Rig {
   }
   ~Rig() { dev->gem_close(ibs.handle); }
 
-  std::shared_ptr<KernelQueue> queue_with_jobs(const rvgl_ib &ib, int jobs = 1) {
+  std::shared_ptr<KernelQueue> queue() {
     std::unique_ptr<KernelQueue> q;
     REQUIRE(KernelQueue::create(dev, RVGL_IP_COMPUTE, RVGL_PRIORITY_NORMAL, &q) == 0);
+    return q;
+  }
+
+  std::shared_ptr<KernelQueue> queue_with_jobs(const rvgl_ib &ib, int jobs = 1) {
+    std::shared_ptr<KernelQueue> q = queue();
     uint64_t seq = 0;
     for (int i = 0; i < jobs; ++i)
       REQUIRE(q->submit({&ib, 1}, {}, 0, &seq) == 0);
@@ -213,16 +216,11 @@ TEST_CASE("a check waiting for a kernel signal runs before another queue's compl
   rvgl_emu_counters c{};
   rvgl_emu_get_counters(&c, sizeof(c));
   const uint64_t faults_before = c.vm_faults;
-  std::unique_ptr<KernelQueue> made;
-  REQUIRE(KernelQueue::create(r.dev, RVGL_IP_COMPUTE, RVGL_PRIORITY_NORMAL, &made) == 0);
-  std::shared_ptr<KernelQueue> a = std::move(made);
+  auto a = r.queue();
   h.add(1, a);
   uint64_t seq_a = 0;
   REQUIRE(a->submit({&r.fault_ib, 1}, {}, 0, &seq_a) == 0);
-  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (!a->finished(seq_a) && std::chrono::steady_clock::now() < until)
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  REQUIRE(a->finished(seq_a));
+  REQUIRE(test::wait_for([&] { return a->finished(seq_a); }, 10000));
 
   const int64_t t0 = monotonic_ns();
   complete(h, 2, 1, t0);  // b's check: a look one interval ago
