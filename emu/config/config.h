@@ -43,7 +43,10 @@ struct Config {
   uint64_t udmabuf_page_ns = 60;  // modelled kernel pinning per page (see emu/README.md)
 
   std::vector<FailRule> fail;
-  uint64_t hang_job = 0;   // the Nth job of every context / user queue hangs
+  uint64_t hang_job = 0;  // the Nth job of every context / user queue hangs
+  // The Nth job of every context hangs in its waves, which the timeout handler's soft recovery
+  // kills (compute and GFX rings; on SDMA, which has no soft recovery, as hang_job).
+  uint64_t soft_recover_job = 0;
   uint64_t reset_job = 0;  // the Nth job of every context is lost to an innocent GPU reset
   bool reset_vram_lost = false;
   uint64_t fault_va = 0, fault_len = 0;

@@ -138,13 +138,33 @@ void RingWorker::run(Job &job) {
     std::this_thread::sleep_for(std::chrono::microseconds(us));
 
   const Deadline lockup = deadline_after_ms(k.lockup_timeout_ms.load());
-  if (k.hang_job.load() && job.ordinal == k.hang_job.load()) {
-    // The engine stops making progress; the job timeout handler resets the GPU and blames it.
+  const auto stall_until_lockup = [&] {
     std::unique_lock lk(FenceDomain::mutex());
     FenceDomain::wait_until(
         lk, lockup, [&] { return stop_.load(); },
         [&](Waiter &w) { w.subscribe_locked(wake_, nullptr); });
-    lk.unlock();
+  };
+  const uint64_t soft = k.soft_recover_job.load();
+  const bool waves_hang = soft && job.ordinal == soft;
+  if (waves_hang && ip_ != AMDGPU_HW_IP_DMA) {
+    // amdgpu_job_timedout() tries amdgpu_ring_soft_recovery() first: the job's fence gets
+    // -ENODATA, the waves of its VMID are killed, and the ring goes on past the IB, so the CP
+    // writes the user fence and raises the end-of-pipe interrupt as for any job. The device's
+    // reset counter moves once the fence signalled (mainline counts only a recovery that
+    // worked); nothing is marked guilty and other contexts' work is not touched.
+    stall_until_lockup();
+    if (job.user_fence_bo)
+      job.user_fence_bo->backing()->write_fence(job.user_fence_offset, job.seq);
+    if (const uint64_t us = k.irq_latency_us.load())
+      std::this_thread::sleep_for(std::chrono::microseconds(us));
+    finish(job, -ENODATA);
+    resets_.gpu_resets.fetch_add(1);
+    return;
+  }
+  // SDMA rings have no soft_recovery hook: a hang there resets the GPU.
+  if ((k.hang_job.load() && job.ordinal == k.hang_job.load()) || waves_hang) {
+    // The engine stops making progress; the job timeout handler resets the GPU and blames it.
+    stall_until_lockup();
     ctx.guilty = true;
     ctx.reset_seen = true;
     resets_.gpu_resets.fetch_add(1);

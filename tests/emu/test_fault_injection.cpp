@@ -97,6 +97,61 @@ TEST_CASE("RVGL_EMU_HANG_JOB hangs a context's Nth job until the lockup timeout"
   CHECK(counters().gpu_resets == before.gpu_resets + 1);
 }
 
+TEST_CASE("RVGL_EMU_SOFT_RECOVER_JOB: the timeout's soft recovery kills a job, the ring goes on",
+          "[fault-injection][acceptance]") {
+  Knob lockup("RVGL_EMU_LOCKUP_TIMEOUT_MS", "100", "2000");
+  Knob soft("RVGL_EMU_SOFT_RECOVER_JOB", "2", "0");
+  Ring r;
+  GpuBuffer page;
+  REQUIRE(page.create(r.fd.get(), 4096, 0xc000000) == 0);
+  uint32_t bystander = 0;
+  REQUIRE(ctx_create(r.fd.get(), &bystander) == 0);
+  const auto before = counters();
+  drm_amdgpu_cs_chunk_fence uf{page.handle, 0};
+  const std::vector<drm_amdgpu_cs_chunk> chunks{
+      {AMDGPU_CHUNK_ID_FENCE, sizeof(uf) / 4, reinterpret_cast<uintptr_t>(&uf)}};
+  auto *user_fence = reinterpret_cast<volatile uint64_t *>(page.u8());
+  uint64_t seq[3] = {};
+  for (uint32_t i = 0; i < 3; ++i) {
+    std::vector<uint32_t> ib;
+    pm4::write_data(ib, r.buf.va + 8192 + 4 * i, {i + 1});
+    REQUIRE(submit(r.fd.get(), r.ctx, AMDGPU_HW_IP_COMPUTE, 0, place_ib(r.buf, 256 * (i + 1), ib),
+                   ib.size() * 4, &seq[i], chunks) == 0);
+  }
+  CHECK(wait_cs(r.fd.get(), r.ctx, AMDGPU_HW_IP_COMPUTE, 0, seq[0], abs_timeout_ms(5000)) == 0);
+  CHECK(wait_cs(r.fd.get(), r.ctx, AMDGPU_HW_IP_COMPUTE, 0, seq[1], abs_timeout_ms(20)) == 1);
+  CHECK(wait_cs(r.fd.get(), r.ctx, AMDGPU_HW_IP_COMPUTE, 0, seq[1], abs_timeout_ms(5000)) ==
+        -ENODATA);
+  CHECK(wait_cs(r.fd.get(), r.ctx, AMDGPU_HW_IP_COMPUTE, 0, seq[2], abs_timeout_ms(5000)) == 0);
+  // The killed job wrote nothing of its own, and its end-of-job user fence like any other.
+  const uint32_t *data = r.buf.u32() + 8192 / 4;
+  CHECK(data[0] == 1);
+  CHECK(data[1] == 0);
+  CHECK(data[2] == 3);
+  CHECK(*user_fence == seq[2]);
+  // The reset counter moved (every context sees RESET), nobody is guilty, the context goes on.
+  CHECK(ctx_state2(r.fd.get(), r.ctx) == AMDGPU_CTX_QUERY2_FLAGS_RESET);
+  CHECK(ctx_state2(r.fd.get(), bystander) == AMDGPU_CTX_QUERY2_FLAGS_RESET);
+  CHECK(counters().jobs_failed == before.jobs_failed + 1);
+  std::vector<uint32_t> ib;
+  pm4::write_data(ib, r.buf.va + 8192 + 12, {4});
+  uint64_t later = 0;
+  REQUIRE(submit(r.fd.get(), r.ctx, AMDGPU_HW_IP_COMPUTE, 0, place_ib(r.buf, 1024, ib),
+                 ib.size() * 4, &later) == 0);
+  CHECK(wait_cs(r.fd.get(), r.ctx, AMDGPU_HW_IP_COMPUTE, 0, later, abs_timeout_ms(5000)) == 0);
+  CHECK(data[3] == 4);
+
+  SECTION("an SDMA ring has no soft recovery: the GPU is reset and the context blamed") {
+    uint64_t s1 = 0, s2 = 0;
+    uint32_t fresh = 0;
+    REQUIRE(ctx_create(r.fd.get(), &fresh) == 0);
+    REQUIRE(r.fence_job(fresh, 1, &s1) == 0);
+    REQUIRE(r.fence_job(fresh, 2, &s2) == 0);
+    CHECK(wait_cs(r.fd.get(), fresh, AMDGPU_HW_IP_DMA, 0, s2, abs_timeout_ms(5000)) == -ETIME);
+    CHECK((ctx_state2(r.fd.get(), fresh) & AMDGPU_CTX_QUERY2_FLAGS_GUILTY) != 0);
+  }
+}
+
 TEST_CASE("RVGL_EMU_RESET_JOB loses a job to an innocent reset, VRAM too if asked",
           "[fault-injection][acceptance]") {
   Knob reset("RVGL_EMU_RESET_JOB", "1", "0");
