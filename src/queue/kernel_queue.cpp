@@ -1,5 +1,7 @@
 #include "queue/kernel_queue.h"
 
+#include <algorithm>
+#include <array>
 #include <cerrno>
 
 #include "util/small_buffer.h"
@@ -9,10 +11,11 @@ namespace rvgl {
 namespace {
 
 // Errors the kernel gives a failed job's fence (timeout, cancelled by a reset or a guilty context,
-// device gone, uncorrectable memory error). Anything else from WAIT_CS is a failure of the query
-// itself and says nothing about the job.
+// device gone, uncorrectable memory error, killed by the timeout's soft recovery:
+// amdgpu_ring_soft_recovery() sets -ENODATA). Anything else from WAIT_CS is a failure of the
+// query itself and says nothing about the job.
 bool is_job_error(int r) {
-  return r == -ETIME || r == -ECANCELED || r == -ENODEV || r == -EHWPOISON;
+  return r == -ETIME || r == -ECANCELED || r == -ENODEV || r == -EHWPOISON || r == -ENODATA;
 }
 
 int32_t kernel_priority(uint32_t p) {
@@ -175,6 +178,28 @@ uint64_t KernelQueue::first_failed_seq() const {
   }
   for (const auto &[seq, handle] : recent) {
     if (is_job_error(dev_->wait_cs(ctx_id_, hw_ip(), 0, handle, 0))) return seq;
+  }
+  return 0;
+}
+
+int KernelQueue::first_error_between(uint64_t after, uint64_t upto, uint64_t *failed) const {
+  *failed = 0;
+  const uint64_t newest = last_submitted();
+  if (newest > kKernelFences) after = std::max(after, newest - kKernelFences);
+  if (upto <= after) return 0;
+  std::array<std::pair<uint64_t, uint64_t>, kKernelFences> jobs;
+  size_t n = 0;
+  {
+    std::lock_guard lk(recent_mu_);
+    for (const auto &[seq, handle] : recent_)
+      if (seq > after && seq <= upto && n < kKernelFences) jobs[n++] = {seq, handle};
+  }
+  for (size_t i = 0; i < n; ++i) {
+    const int r = dev_->wait_cs(ctx_id_, hw_ip(), 0, jobs[i].second, 0);
+    if (is_job_error(r)) {
+      *failed = jobs[i].first;
+      return r;
+    }
   }
   return 0;
 }

@@ -68,6 +68,11 @@ class KernelQueue {
   bool knows_job(uint64_t seq) const;
   // The first recent submission whose job failed, 0 if none is known.
   uint64_t first_failed_seq() const;
+  // The error of the first job in (after, upto] that failed, asked of the kernel whatever its user
+  // fence says (a job the timeout's soft recovery killed wrote it), and that job's seq in
+  // *failed; 0 if none did. Only the newest kKernelFences submissions can answer: the kernel
+  // reports older ones signalled without an error. One WAIT_CS per job asked.
+  int first_error_between(uint64_t after, uint64_t upto, uint64_t *failed) const;
 
   // ---- published health (written by QueueHealth only) ----
   using Status = QueueStatus;
@@ -97,6 +102,8 @@ class KernelQueue {
   mutable std::mutex recent_mu_;  // recent_: written on submit, read by the health owner
   // Kernel fences of recent submissions, to tell which one failed.
   static constexpr size_t kRecent = 256;
+  // amdgpu_sched_jobs' default: the fences a kernel context entity keeps (amdgpu_ctx_get_fence()).
+  static constexpr uint64_t kKernelFences = 32;
   std::deque<std::pair<uint64_t, uint64_t>> recent_;  // (seq, kernel handle)
 
   PublishedStatus status_;

@@ -191,10 +191,14 @@ void QueueHealth::read_ctx_states(std::vector<Seen> &seen, bool none_failed) {
     const ResetProbe::Answer a = probe_.ask();
     std::lock_guard lk(mu_);
     ++probe_asks_;
-    if (a != ResetProbe::Answer::kNoReset) probe_last_reset_ = probe_asks_;  // unknown: a reset
+    if (a != ResetProbe::Answer::kNoReset) {
+      probe_last_reset_ = probe_asks_;  // unknown: a reset
+      verify_after_reset_locked(seen, a == ResetProbe::Answer::kReset);
+    }
     last_reset = probe_last_reset_;
     asked = true;
   }
+  verify_jobs(seen);
   for (Seen &s : seen) {
     if (s.before.lost) continue;
     // The probe speaks for a context only while no reset was seen since that context was last
@@ -204,6 +208,37 @@ void QueueHealth::read_ctx_states(std::vector<Seen> &seen, bool none_failed) {
     if (asked && !s.refused && s.job_known && last_reset < s.ctx_stale_from) continue;
     s.ctx_flags = s.q->ctx_flags();
     s.ctx_read = true;
+  }
+}
+
+void QueueHealth::verify_after_reset_locked(std::vector<Seen> &seen, bool mark) {
+  for (Seen &s : seen)
+    s.verify_to = std::max(s.verify_to, s.q->last_submitted());
+  bool marked = false;
+  for (auto &[h, t] : queues_) {
+    t.verify_to = std::max(t.verify_to, t.queue->last_submitted());
+    const bool in_seen =
+        std::any_of(seen.begin(), seen.end(), [&, h = h](const Seen &s) { return s.handle == h; });
+    // The mainline kernel counts a soft recovery only after the killed job's fence signalled,
+    // so a check may have trusted that job's user fence just before: its queue is looked at
+    // again now, with no new work needed.
+    if (mark && !in_seen && t.verify_to > t.verified_to && !t.queue->status().lost) {
+      t.dirty = true;
+      marked = true;
+    }
+  }
+  if (marked) {
+    [[maybe_unused]] const bool due = check_due_locked(last_check_ns_, true);  // files it
+  }
+}
+
+void QueueHealth::verify_jobs(std::vector<Seen> &seen) {
+  for (Seen &s : seen) {
+    if (s.before.lost || s.job_error) continue;
+    const uint64_t upto = std::min(s.reached, s.verify_to);
+    if (upto <= s.verified_to) continue;
+    s.job_error = s.q->first_error_between(s.verified_to, upto, &s.failed_seq);
+    s.verified_to = upto;
   }
 }
 
@@ -228,6 +263,8 @@ void QueueHealth::check(int64_t now) {
       Seen s{h, t.queue, {}, t.reached, t.signalled};
       s.refused = std::exchange(t.refused, false);
       s.ctx_stale_from = t.ctx_stale_from;
+      s.verify_to = t.verify_to;
+      s.verified_to = t.verified_to;
       seen.push_back(std::move(s));
     }
     for (auto &[h, t] : users_) {
@@ -301,8 +338,11 @@ void QueueHealth::check(int64_t now) {
     if (s.ctx_flags & AMDGPU_CTX_QUERY2_FLAGS_GUILTY) {
       flags |= RVGL_QUEUE_FLAG_GUILTY;
       lost = true;
-    } else if (s.ctx_flags & AMDGPU_CTX_QUERY2_FLAGS_RESET) {
-      flags |= RVGL_QUEUE_FLAG_INNOCENT;  // another context's hang reset the GPU under us
+    } else if ((s.ctx_flags & AMDGPU_CTX_QUERY2_FLAGS_RESET) && s.job_error != -ENODATA) {
+      // Another context's hang reset the GPU under us (or was soft-recovered: the kernel counts
+      // that as a reset too). A job of our own that soft recovery killed moved the counter
+      // itself: that is this queue's hang, not an innocent reset.
+      flags |= RVGL_QUEUE_FLAG_INNOCENT;
     }
     if (s.ctx_flags & AMDGPU_CTX_QUERY2_FLAGS_VRAMLOST) {
       flags |= RVGL_QUEUE_FLAG_VRAM_LOST;
@@ -310,11 +350,15 @@ void QueueHealth::check(int64_t now) {
     }
     const bool faulted = &s == fault_owner;
     if (faulted) flags |= RVGL_QUEUE_FLAG_VM_FAULT;
-    // A hang is a job past its timeout with no fault of its own.
-    if (lost && s.job_error == -ETIME && !faulted) flags |= RVGL_QUEUE_FLAG_HANG;
+    // A hang is a job past its timeout with no fault of its own, whether the GPU was reset
+    // (-ETIME) or its waves were killed (-ENODATA).
+    const bool timed_out = s.job_error == -ETIME || s.job_error == -ENODATA;
+    if (lost && timed_out && !faulted) flags |= RVGL_QUEUE_FLAG_HANG;
     const uint32_t fresh = flags & ~st.flags;
     const uint64_t done = std::max(s.reached, s.q->timeline()->known_reached());
-    const uint64_t hang_seq = (fresh & RVGL_QUEUE_FLAG_HANG) ? s.q->first_failed_seq() : 0;
+    const uint64_t hang_seq = (fresh & RVGL_QUEUE_FLAG_HANG)
+                                  ? (s.failed_seq ? s.failed_seq : s.q->first_failed_seq())
+                                  : 0;
 
     // Posted and published under mu_, after making sure the queue is still there: once
     // remove() returns, no record names it and nothing is published for it.
@@ -322,6 +366,7 @@ void QueueHealth::check(int64_t now) {
     auto it = queues_.find(s.handle);
     if (it == queues_.end() || it->second.queue != s.q) continue;
     it->second.signalled = std::max(it->second.signalled, s.signalled);
+    it->second.verified_to = std::max(it->second.verified_to, s.verified_to);
     if (faulted)
       post(RVGL_EVENT_VM_FAULT, s.handle, fault.addr, fault.status | (uint64_t{fault.vmhub} << 32));
     if (fresh & RVGL_QUEUE_FLAG_HANG)

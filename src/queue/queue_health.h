@@ -3,7 +3,9 @@
 // A queue's transition to lost — guilty, innocent, VRAM lost, VM fault, hang — is classified here
 // and nowhere else, on the completion engine's thread, from one observation taken in a fixed order
 // (the queues' job errors first — a job that wrote its user fence page ran to its end and has
-// none, any other is asked of the kernel — then the kernel contexts' state: the probe's one
+// none, any other is asked of the kernel; after a reset the probe reported, every job up to then
+// is asked, since a job the timeout's soft recovery killed writes its user fence too (its fence
+// carries -ENODATA: amdgpu_ring_soft_recovery()) — then the kernel contexts' state: the probe's one
 // answer when no job failed and the device was not reset, else each queue's context
 // (reset_probe.h); then the VM's fault cache once for the whole context), and each cause posts
 // exactly one event. QUEUE_STATE only reads what this class published. Events of a check are
@@ -49,7 +51,8 @@ class QueueHealth final : public CompletionEngine::Watch {
   // was not recorded yet; when a job failed, every queue gets one (n + 1 + the WAIT_CSs). A
   // queue whose point is known only from its user fence adds a SYNCOBJ_QUERY: a check classifies
   // only what the kernel signalled (the fault cache lags the user fence), and is postponed by an
-  // interval while it has not.
+  // interval while it has not. After the probe reports a reset, each job a queue had submitted
+  // by then costs a WAIT_CS once it is done (the newest 32 at most); without a probe, every job.
   static constexpr int64_t kUserPollNs = 2'000'000;
 
   // rearm: called, outside this class's locks, after a deadline moved earlier, so the engine
@@ -114,6 +117,13 @@ class QueueHealth final : public CompletionEngine::Watch {
     // The first probe answer whose "reset" makes this queue's last context state stale: its
     // context was created or queried before that answer was asked.
     uint64_t ctx_stale_from = 0;
+    // A job the timeout's soft recovery killed wrote its user fence like one that ran to its end
+    // (the ring goes on past it); only its kernel fence (-ENODATA) and the device's reset counter
+    // say otherwise. Once the probe reports a reset, the jobs up to verify_to (what the queue had
+    // submitted then) are asked of the kernel whatever their user fences say; those up to
+    // verified_to have been.
+    uint64_t verify_to = 0;
+    uint64_t verified_to = 0;
   };
   struct TrackedUser {
     std::shared_ptr<UserQueue> queue;
@@ -131,11 +141,19 @@ class QueueHealth final : public CompletionEngine::Watch {
     bool refused = false;
     bool job_known = false;  // the job at `reached` itself, before its error was read
     uint64_t ctx_stale_from = 0;
-    bool ctx_read = false;  // ctx_flags came from the queue's own context
+    bool ctx_read = false;                    // ctx_flags came from the queue's own context
+    uint64_t verify_to = 0, verified_to = 0;  // as Tracked's
+    uint64_t failed_seq = 0;                  // the failed job a verification found
   };
   // Reads the context state of the queues of `seen` that need their own query; `none_failed`:
   // no job of theirs failed, so the probe may answer for the others. Engine thread.
   void read_ctx_states(std::vector<Seen> &seen, bool none_failed);
+  // The probe reported a reset: every queue's jobs submitted so far are to be asked of the
+  // kernel; queues outside `seen` are marked for a check (`mark`: not when the probe cannot
+  // tell, which would mark them on every check). mu_ held.
+  void verify_after_reset_locked(std::vector<Seen> &seen, bool mark);
+  // Asks the kernel about the jobs of `seen` still to be verified after a reset. Engine thread.
+  static void verify_jobs(std::vector<Seen> &seen);
   void check_users(std::vector<std::pair<uint32_t, std::shared_ptr<UserQueue>>> &users,
                    bool fault_unclaimed, const rvgl_drm_amdgpu_info_gpuvm_fault &fault);
   // Whether a check is due and allowed now (some queue marked, its interval passed); if not, sets

@@ -155,17 +155,19 @@ TEST_CASE("after a GPU reset each queue's context is asked once, by whichever ch
     r.queue_with_jobs(r.nop_ib, 2);
   }
 
-  // The first check after it sees only a: the probe reports the reset, so a's context is asked.
+  // The first check after it sees only a: the probe reports the reset, so a's context is asked,
+  // and a's job is asked of the kernel whatever its user fence says (a job the timeout's soft
+  // recovery killed writes it too): one WAIT_CS.
   t += 1'000'000'000;
-  CHECK(ioctls_of(health, [&] { complete(health, 1, 1, t); }) == 3);
+  CHECK(ioctls_of(health, [&] { complete(health, 1, 1, t); }) == 4);
   CHECK(a->status().flags == RVGL_QUEUE_FLAG_INNOCENT);
   CHECK(b->status().flags == 0);
   // b's first check after it: the probe has nothing new, but b's context was last read before
-  // the answer that reported the reset, so it is asked too.
+  // the answer that reported the reset, so it is asked too, and b's job as a's was.
   t += 1'000'000'000;
-  CHECK(ioctls_of(health, [&] { complete(health, 2, 1, t); }) == 3);
+  CHECK(ioctls_of(health, [&] { complete(health, 2, 1, t); }) == 4);
   CHECK(b->status().flags == RVGL_QUEUE_FLAG_INNOCENT);
-  // Both read since: the probe speaks for them again.
+  // Both read and their jobs asked since: the probe speaks for them again.
   t += 1'000'000'000;
   CHECK(ioctls_of(health, [&] { complete(health, 1, 1, t); }) == 2);
   CHECK_FALSE(a->status().lost);

@@ -291,3 +291,73 @@ TEST_CASE("a fence on the events ring retires when a record arrives", "[robust][
   REQUIRE(g.h.fence(RVGL_RING_EVENTS, 2) == 0);
   CHECK(g.h.wait_fence(RVGL_RING_EVENTS, 2, 1000));
 }
+
+TEST_CASE("a job the timeout's soft recovery killed is one hang of its queue, 20 times each mode",
+          "[robust][events]") {
+  // amdgpu_ring_soft_recovery(): the job's fence gets -ENODATA, its waves are killed and the ring
+  // goes on, so its user fence is written as for a job that ran to its end; the device's reset
+  // counter moves (every context sees RESET), nobody is guilty.
+  ScopedKnob lockup("RVGL_EMU_LOCKUP_TIMEOUT_MS", "30", "10000");
+  for (const bool async : {true, false}) {
+    for (int run = 0; run < 20; ++run) {
+      INFO((async ? "async" : "poll mode") << ", run " << run);
+      ScopedKnob soft("RVGL_EMU_SOFT_RECOVER_JOB", "2", "0");  // every kernel context's 2nd job
+      REQUIRE(soft.ok());
+      Guest g(5000 + 100 * async + run, async);
+      int32_t r;
+      const uint32_t other = g.h.queue_create(RVGL_IP_COMPUTE, 3, &r);
+      REQUIRE(r == 0);
+      REQUIRE(g.write(g.va + 12, 4, other) == 0);
+      REQUIRE(g.write(g.va, 1) == 0);
+      REQUIRE(g.write(g.va + 4, 2) == 0);  // its waves hang; soft recovery kills them
+      REQUIRE(g.write(g.va + 8, 3) == 0);
+      REQUIRE(g.h.fence(1, 1) == 0);
+      REQUIRE(g.h.wait_fence(1, 1));
+      const uint32_t *data = g.data.ptr<uint32_t>();
+      REQUIRE(data[0] == 1);
+      REQUIRE(data[1] == 0);
+      REQUIRE(data[2] == 3);
+      REQUIRE(data[3] == 4);
+      // The hang, and a reset for the other queue with work, as its kernel context reports one
+      // (an idle queue, here the SDMA one, hears of it at its next completion, as of any reset).
+      std::vector<rvgl_event> ev;
+      const auto want = [&] {
+        auto more = read_events(g.h);
+        ev.insert(ev.end(), more.begin(), more.end());
+        const EventCounts c = count(ev);
+        return c.hang == 1 && c.reset_other == 1;
+      };
+      REQUIRE(until(want));
+      // Nothing more comes, also after more work.
+      REQUIRE(rvgl_emu_set_knob("RVGL_EMU_SOFT_RECOVER_JOB", "0") == 0);
+      REQUIRE(g.write(g.va + 16, 5, other) == 0);
+      REQUIRE(g.h.fence(3, 2) == 0);
+      REQUIRE(g.h.wait_fence(3, 2));
+      REQUIRE(data[4] == 5);
+      const auto settled = g.h.queue_state(other);  // a check published after its records
+      REQUIRE(settled.state == RVGL_QUEUE_STATE_OK);
+      auto more = read_events(g.h);
+      ev.insert(ev.end(), more.begin(), more.end());
+      const EventCounts c = count(ev);
+      REQUIRE(c.hang == 1);
+      REQUIRE(c.reset_other == 1);
+      REQUIRE(c.reset_guilty + c.vm_fault + c.other == 0);
+      for (const auto &e : ev) {
+        if (e.type == RVGL_EVENT_QUEUE_HANG) {
+          REQUIRE(e.queue == g.compute);
+          REQUIRE(e.payload[0] == 2);
+        } else {
+          REQUIRE(e.queue == other);
+          REQUIRE(e.payload[0] == RVGL_EVENT_RESET_INNOCENT);
+        }
+      }
+      const auto st = g.h.queue_state(g.compute);
+      REQUIRE(st.state == RVGL_QUEUE_STATE_LOST);
+      REQUIRE(st.flags == RVGL_QUEUE_FLAG_HANG);
+      REQUIRE(st.error == -ENODATA);
+      REQUIRE(g.write(g.va + 20, 6) == -ECANCELED);
+      REQUIRE(settled.flags == RVGL_QUEUE_FLAG_INNOCENT);
+      REQUIRE(g.h.queue_state(g.sdma).flags == 0);
+    }
+  }
+}
