@@ -221,8 +221,8 @@ void QueueHealth::verify_after_reset_locked(std::vector<Seen> &seen, bool mark) 
         std::any_of(seen.begin(), seen.end(), [&, h = h](const Seen &s) { return s.handle == h; });
     // The mainline kernel counts a soft recovery only after the killed job's fence signalled,
     // so a check may have trusted that job's user fence just before: its queue is looked at
-    // again now, with no new work needed.
-    if (mark && !in_seen && t.verify_to > t.verified_to && !t.queue->status().lost) {
+    // again now, with no new work needed; so is every other, which hears of the reset at once.
+    if (mark && !in_seen && !t.queue->status().lost) {
       t.dirty = true;
       marked = true;
     }

@@ -149,8 +149,8 @@ class QueueHealth final : public CompletionEngine::Watch {
   // no job of theirs failed, so the probe may answer for the others. Engine thread.
   void read_ctx_states(std::vector<Seen> &seen, bool none_failed);
   // The probe reported a reset: every queue's jobs submitted so far are to be asked of the
-  // kernel; queues outside `seen` are marked for a check (`mark`: not when the probe cannot
-  // tell, which would mark them on every check). mu_ held.
+  // kernel, and the live queues outside `seen` are marked for a check (`mark`: not when the probe
+  // cannot tell, which would mark them on every check). mu_ held.
   void verify_after_reset_locked(std::vector<Seen> &seen, bool mark);
   // Asks the kernel about the jobs of `seen` still to be verified after a reset. Engine thread.
   static void verify_jobs(std::vector<Seen> &seen);
