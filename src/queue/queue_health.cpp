@@ -304,7 +304,18 @@ void QueueHealth::check(int64_t now) {
     // (the kernel sets one only on a job that hung, was cancelled or never ran); the kernel is
     // asked about the others.
     if (!s.q->finished(s.reached)) s.job_error = s.q->job_error(s.reached);
-    if (s.job_error) none_failed = false;
+    if (!s.job_error) continue;
+    none_failed = false;
+    // The cause is the queue's first failed job, not its newest: after a timeout the kernel
+    // gives the hung job -ETIME and cancels its context's later jobs (-ECANCELED: a guilty
+    // context's work in drm_sched_entity_pop_job(), the guilty context's fences in a per-ring
+    // reset). Rare (a queue is lost once), so its recent jobs before that one are asked one by
+    // one.
+    uint64_t first = 0;
+    if (const int e = s.q->first_error_between(0, s.reached - 1, &first)) {
+      s.job_error = e;
+      s.failed_seq = first;
+    }
   }
   read_ctx_states(seen, none_failed);
   rvgl_drm_amdgpu_info_gpuvm_fault fault{};
@@ -335,13 +346,17 @@ void QueueHealth::check(int64_t now) {
     KernelQueue::Status st = s.before;
     uint32_t flags = 0;
     bool lost = s.job_error != 0;
+    // Past its timeout, whether the GPU or the ring was reset (-ETIME) or its waves were killed
+    // (-ENODATA).
+    const bool timed_out = s.job_error == -ETIME || s.job_error == -ENODATA;
     if (s.ctx_flags & AMDGPU_CTX_QUERY2_FLAGS_GUILTY) {
       flags |= RVGL_QUEUE_FLAG_GUILTY;
       lost = true;
-    } else if ((s.ctx_flags & AMDGPU_CTX_QUERY2_FLAGS_RESET) && s.job_error != -ENODATA) {
+    } else if ((s.ctx_flags & AMDGPU_CTX_QUERY2_FLAGS_RESET) && !timed_out) {
       // Another context's hang reset the GPU under us (or was soft-recovered: the kernel counts
-      // that as a reset too). A job of our own that soft recovery killed moved the counter
-      // itself: that is this queue's hang, not an innocent reset.
+      // that as a reset too). A job of our own that timed out moved the counter itself, with
+      // nothing marked guilty when the kernel killed its waves (soft recovery) or reset only its
+      // ring (amdgpu_ring_reset()): that is this queue's hang, not an innocent reset.
       flags |= RVGL_QUEUE_FLAG_INNOCENT;
     }
     if (s.ctx_flags & AMDGPU_CTX_QUERY2_FLAGS_VRAMLOST) {
@@ -350,9 +365,7 @@ void QueueHealth::check(int64_t now) {
     }
     const bool faulted = &s == fault_owner;
     if (faulted) flags |= RVGL_QUEUE_FLAG_VM_FAULT;
-    // A hang is a job past its timeout with no fault of its own, whether the GPU was reset
-    // (-ETIME) or its waves were killed (-ENODATA).
-    const bool timed_out = s.job_error == -ETIME || s.job_error == -ENODATA;
+    // A hang is a job past its timeout with no fault of its own.
     if (lost && timed_out && !faulted) flags |= RVGL_QUEUE_FLAG_HANG;
     const uint32_t fresh = flags & ~st.flags;
     const uint64_t done = std::max(s.reached, s.q->timeline()->known_reached());

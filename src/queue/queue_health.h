@@ -48,7 +48,8 @@ class QueueHealth final : public CompletionEngine::Watch {
   // queue whose job did not write its user fence (it failed, or its fence was not recorded yet)
   // adds a WAIT_CS; a queue also gets a context query when the probe says the device was reset
   // since that queue's last one, when the kernel refused its work, or when its newest job's fence
-  // was not recorded yet; when a job failed, every queue gets one (n + 1 + the WAIT_CSs). A
+  // was not recorded yet; when a job failed, every queue gets one (n + 1 + the WAIT_CSs), and the
+  // failed queue's earlier recent jobs are asked for the first failure (one WAIT_CS each). A
   // queue whose point is known only from its user fence adds a SYNCOBJ_QUERY: a check classifies
   // only what the kernel signalled (the fault cache lags the user fence), and is postponed by an
   // interval while it has not. After the probe reports a reset, each job a queue had submitted

@@ -361,3 +361,32 @@ TEST_CASE("a job the timeout's soft recovery killed is one hang of its queue, 20
     }
   }
 }
+
+TEST_CASE("a hang followed by more work is one hang, named by its first failed job",
+          "[robust][events]") {
+  // The kernel gives the timed-out job -ETIME and cancels the guilty context's later jobs
+  // (-ECANCELED): the queue's newest job error is not the cause, its first one is.
+  ScopedKnob lockup("RVGL_EMU_LOCKUP_TIMEOUT_MS", "30", "10000");
+  for (int run = 0; run < 20; ++run) {
+    INFO("run " << run);
+    ScopedKnob hang("RVGL_EMU_HANG_JOB", "2", "0");
+    Guest g(7000 + run);
+    REQUIRE(g.write(g.va, 1) == 0);
+    REQUIRE(g.write(g.va + 4, 2) == 0);   // hangs
+    REQUIRE(g.write(g.va + 8, 3) == 0);   // cancelled
+    REQUIRE(g.write(g.va + 12, 4) == 0);  // cancelled
+    REQUIRE(until([&] { return g.h.queue_state(g.compute).state == RVGL_QUEUE_STATE_LOST; }));
+    const auto ev = read_events(g.h);
+    const EventCounts c = count(ev);
+    REQUIRE(c.hang == 1);
+    REQUIRE(c.reset_guilty == 1);
+    REQUIRE(c.reset_other + c.vm_fault + c.other == 0);
+    for (const auto &e : ev) {
+      REQUIRE(e.queue == g.compute);
+      if (e.type == RVGL_EVENT_QUEUE_HANG) REQUIRE(e.payload[0] == 2);
+    }
+    const auto st = g.h.queue_state(g.compute);
+    REQUIRE(st.flags == (RVGL_QUEUE_FLAG_GUILTY | RVGL_QUEUE_FLAG_HANG));
+    REQUIRE(st.error == -ETIME);
+  }
+}
