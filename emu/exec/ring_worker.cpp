@@ -144,6 +144,15 @@ void RingWorker::run(Job &job) {
         lk, lockup, [&] { return stop_.load(); },
         [&](Waiter &w) { w.subscribe_locked(wake_, nullptr); });
   };
+  // amdgpu_ib_schedule(): the CP writes the user fence after the job's IBs (when the ring got past
+  // them), then raises the end-of-pipe interrupt. Whoever reads that page may see the job done
+  // before the interrupt handler has run.
+  const auto end_of_job = [&](bool ring_went_on) {
+    if (ring_went_on && job.user_fence_bo)
+      job.user_fence_bo->backing()->write_fence(job.user_fence_offset, job.seq);
+    if (const uint64_t us = k.irq_latency_us.load())
+      std::this_thread::sleep_for(std::chrono::microseconds(us));
+  };
   const uint64_t soft = k.soft_recover_job.load();
   const bool waves_hang = soft && job.ordinal == soft;
   if (waves_hang && ip_ != AMDGPU_HW_IP_DMA) {
@@ -153,10 +162,7 @@ void RingWorker::run(Job &job) {
     // reset counter moves once the fence signalled (mainline counts only a recovery that
     // worked); nothing is marked guilty and other contexts' work is not touched.
     stall_until_lockup();
-    if (job.user_fence_bo)
-      job.user_fence_bo->backing()->write_fence(job.user_fence_offset, job.seq);
-    if (const uint64_t us = k.irq_latency_us.load())
-      std::this_thread::sleep_for(std::chrono::microseconds(us));
+    end_of_job(true);
     finish(job, -ENODATA);
     resets_.gpu_resets.fetch_add(1);
     return;
@@ -201,13 +207,7 @@ void RingWorker::run(Job &job) {
     fault = mem.fault();
     faulted = mem.faulted();
   }
-  // amdgpu_ib_schedule(): the CP writes the user fence after the job's IBs, then raises the
-  // end-of-pipe interrupt. Whoever reads that page may see the job done before the interrupt
-  // handler has run.
-  if (st == ExecStatus::Ok && job.user_fence_bo)
-    job.user_fence_bo->backing()->write_fence(job.user_fence_offset, job.seq);
-  if (const uint64_t us = k.irq_latency_us.load())
-    std::this_thread::sleep_for(std::chrono::microseconds(us));
+  end_of_job(st == ExecStatus::Ok);
   // The handler takes the IH ring in order (amdgpu_ih_process), and the fault's entry precedes
   // the job's end-of-pipe one: the VM's fault cache is filled (gmc_v10_0_process_interrupt ->
   // amdgpu_vm_update_fault_cache) before the fence signals, whether or not the job went on.

@@ -138,24 +138,6 @@ uint64_t KernelQueue::ctx_flags() const {
   return flags;
 }
 
-bool KernelQueue::job_fence(uint64_t seq, drm_amdgpu_fence *out) const {
-  uint64_t handle = 0;
-  {
-    std::lock_guard lk(recent_mu_);
-    for (auto it = recent_.rbegin(); it != recent_.rend(); ++it)
-      if (it->first <= seq) {
-        handle = it->second;
-        break;
-      }
-  }
-  if (!handle) return false;
-  *out = {};
-  out->ctx_id = ctx_id_;
-  out->ip_type = hw_ip();
-  out->seq_no = handle;
-  return true;
-}
-
 bool KernelQueue::knows_job(uint64_t seq) const {
   std::lock_guard lk(recent_mu_);
   for (auto it = recent_.rbegin(); it != recent_.rend() && it->first >= seq; ++it)
@@ -163,23 +145,21 @@ bool KernelQueue::knows_job(uint64_t seq) const {
   return false;
 }
 
-int KernelQueue::job_error(uint64_t seq) const {
-  drm_amdgpu_fence f;
-  if (!job_fence(seq, &f)) return 0;
-  const int r = dev_->wait_cs(f.ctx_id, f.ip_type, f.ring, f.seq_no, 0);
-  return is_job_error(r) ? r : 0;
-}
-
-uint64_t KernelQueue::first_failed_seq() const {
-  std::deque<std::pair<uint64_t, uint64_t>> recent;
+int KernelQueue::job_error(uint64_t seq, uint64_t *job) const {
+  *job = 0;
+  uint64_t handle = 0;
   {
     std::lock_guard lk(recent_mu_);
-    recent = recent_;
+    for (auto it = recent_.rbegin(); it != recent_.rend(); ++it)
+      if (it->first <= seq) {
+        *job = it->first;
+        handle = it->second;
+        break;
+      }
   }
-  for (const auto &[seq, handle] : recent) {
-    if (is_job_error(dev_->wait_cs(ctx_id_, hw_ip(), 0, handle, 0))) return seq;
-  }
-  return 0;
+  if (!handle) return 0;
+  const int r = dev_->wait_cs(ctx_id_, hw_ip(), 0, handle, 0);
+  return is_job_error(r) ? r : 0;
 }
 
 int KernelQueue::first_error_between(uint64_t after, uint64_t upto, uint64_t *failed) const {

@@ -59,15 +59,13 @@ class KernelQueue {
   // ---- what the kernel says (the health owner's observation; any thread, ioctls) ----
   // AMDGPU_CTX_QUERY2_FLAGS_* of the queue's kernel context.
   uint64_t ctx_flags() const;
-  // The error of the newest submission at or below `seq` whose kernel fence is known, 0 if it
-  // completed without one (or is not known).
-  int job_error(uint64_t seq) const;
+  // The error of the newest submission at or below `seq` whose kernel fence is known (its seq in
+  // *job, 0 if none is), 0 if it completed without one (or is not known).
+  int job_error(uint64_t seq, uint64_t *job) const;
   // Whether the kernel fence of submission `seq` itself is known. A point can be reached before
   // its submit() has recorded the fence (the job ran while the CS ioctl returned); until then
   // job_error(seq) answers for an older job.
   bool knows_job(uint64_t seq) const;
-  // The first recent submission whose job failed, 0 if none is known.
-  uint64_t first_failed_seq() const;
   // The error of the first job in (after, upto] that failed, asked of the kernel whatever its user
   // fence says (a job the timeout's soft recovery killed wrote it), and that job's seq in
   // *failed; 0 if none did. Only the newest kKernelFences submissions can answer: the kernel
@@ -84,9 +82,6 @@ class KernelQueue {
  private:
   KernelQueue(std::shared_ptr<AmdgpuDevice> dev, uint32_t ip) : dev_(std::move(dev)), ip_(ip) {}
   uint32_t hw_ip() const;
-  // The kernel fence job_error(seq) asks about; false when none is known (job_error answers 0
-  // without an ioctl).
-  bool job_fence(uint64_t seq, drm_amdgpu_fence *out) const;
   // The newest recorded submission at or after `floor` whose job the user fence page shows
   // finished; 0 for none.
   uint64_t newest_finished(uint64_t floor) const;

@@ -303,16 +303,18 @@ void QueueHealth::check(int64_t now) {
     // A job that wrote its user fence ran to its end, and such a job's fence carries no error
     // (the kernel sets one only on a job that hung, was cancelled or never ran); the kernel is
     // asked about the others.
-    if (!s.q->finished(s.reached)) s.job_error = s.q->job_error(s.reached);
+    uint64_t job = 0;
+    if (!s.q->finished(s.reached)) s.job_error = s.q->job_error(s.reached, &job);
     if (!s.job_error) continue;
     none_failed = false;
+    s.failed_seq = job;
     // The cause is the queue's first failed job, not its newest: after a timeout the kernel
     // gives the hung job -ETIME and cancels its context's later jobs (-ECANCELED: a guilty
     // context's work in drm_sched_entity_pop_job(), the guilty context's fences in a per-ring
     // reset). Rare (a queue is lost once), so its recent jobs before that one are asked one by
     // one.
     uint64_t first = 0;
-    if (const int e = s.q->first_error_between(0, s.reached - 1, &first)) {
+    if (const int e = s.q->first_error_between(0, job - 1, &first)) {
       s.job_error = e;
       s.failed_seq = first;
     }
@@ -369,9 +371,6 @@ void QueueHealth::check(int64_t now) {
     if (lost && timed_out && !faulted) flags |= RVGL_QUEUE_FLAG_HANG;
     const uint32_t fresh = flags & ~st.flags;
     const uint64_t done = std::max(s.reached, s.q->timeline()->known_reached());
-    const uint64_t hang_seq = (fresh & RVGL_QUEUE_FLAG_HANG)
-                                  ? (s.failed_seq ? s.failed_seq : s.q->first_failed_seq())
-                                  : 0;
 
     // Posted and published under mu_, after making sure the queue is still there: once
     // remove() returns, no record names it and nothing is published for it.
@@ -382,8 +381,7 @@ void QueueHealth::check(int64_t now) {
     it->second.verified_to = std::max(it->second.verified_to, s.verified_to);
     if (faulted)
       post(RVGL_EVENT_VM_FAULT, s.handle, fault.addr, fault.status | (uint64_t{fault.vmhub} << 32));
-    if (fresh & RVGL_QUEUE_FLAG_HANG)
-      post(RVGL_EVENT_QUEUE_HANG, s.handle, hang_seq ? hang_seq : done, 0);
+    if (fresh & RVGL_QUEUE_FLAG_HANG) post(RVGL_EVENT_QUEUE_HANG, s.handle, s.failed_seq, 0);
     const uint64_t vram = (fresh & RVGL_QUEUE_FLAG_VRAM_LOST) ? RVGL_EVENT_RESET_VRAM_LOST : 0;
     if (fresh & RVGL_QUEUE_FLAG_GUILTY)
       post(RVGL_EVENT_QUEUE_RESET, s.handle, RVGL_EVENT_RESET_GUILTY | vram, done);

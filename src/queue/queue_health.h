@@ -144,7 +144,7 @@ class QueueHealth final : public CompletionEngine::Watch {
     uint64_t ctx_stale_from = 0;
     bool ctx_read = false;                    // ctx_flags came from the queue's own context
     uint64_t verify_to = 0, verified_to = 0;  // as Tracked's
-    uint64_t failed_seq = 0;                  // the failed job a verification found
+    uint64_t failed_seq = 0;                  // the job job_error is of: the first that failed
   };
   // Reads the context state of the queues of `seen` that need their own query; `none_failed`:
   // no job of theirs failed, so the probe may answer for the others. Engine thread.
