@@ -47,6 +47,9 @@ struct Config {
   // The Nth job of every context hangs in its waves, which the timeout handler's soft recovery
   // kills (compute and GFX rings; on SDMA, which has no soft recovery, as hang_job).
   uint64_t soft_recover_job = 0;
+  // The Nth job of every context hangs so that soft recovery cannot end it; the timeout handler
+  // resets that one queue (per-queue reset, Linux 6.12+) and the rest of the device goes on.
+  uint64_t ring_reset_job = 0;
   uint64_t reset_job = 0;  // the Nth job of every context is lost to an innocent GPU reset
   bool reset_vram_lost = false;
   uint64_t fault_va = 0, fault_len = 0;

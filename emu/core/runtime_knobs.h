@@ -20,6 +20,7 @@ struct RuntimeKnobs {
   std::atomic<uint64_t> spm_ring_bytes{4ull << 20};
   std::atomic<uint64_t> hang_job{0};
   std::atomic<uint64_t> soft_recover_job{0};
+  std::atomic<uint64_t> ring_reset_job{0};
   std::atomic<uint64_t> reset_job{0};
   std::atomic<bool> reset_vram_lost{false};
   std::atomic<uint64_t> fault_va{0};
@@ -42,6 +43,7 @@ struct RuntimeKnobs {
     spm_ring_bytes = c.spm_ring_bytes;
     hang_job = c.hang_job;
     soft_recover_job = c.soft_recover_job;
+    ring_reset_job = c.ring_reset_job;
     reset_job = c.reset_job;
     reset_vram_lost = c.reset_vram_lost;
     fault_va = c.fault_va;

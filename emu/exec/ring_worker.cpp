@@ -111,6 +111,18 @@ void RingWorker::loop() {
   }
 }
 
+// With amdgpu_sched_hw_submission's default of 2 jobs on a ring, the ring holds at most one job
+// behind the running one: the scheduler's next pick. It is taken off if it is `ctx`'s.
+std::unique_ptr<Job> RingWorker::take_next_on_ring(const Context &ctx) {
+  std::lock_guard lk(FenceDomain::mutex());
+  Job *next = find_ready_locked();
+  if (!next || next->ctx.get() != &ctx) return nullptr;
+  auto it = std::find_if(queue_.begin(), queue_.end(), [&](auto &j) { return j.get() == next; });
+  std::unique_ptr<Job> taken = std::move(*it);
+  queue_.erase(it);
+  return taken;
+}
+
 void RingWorker::finish(Job &job, int error) {
   if (error)
     counters().jobs_failed.fetch_add(1, std::memory_order_relaxed);
@@ -164,6 +176,22 @@ void RingWorker::run(Job &job) {
     stall_until_lockup();
     end_of_job(true);
     finish(job, -ENODATA);
+    resets_.gpu_resets.fetch_add(1);
+    return;
+  }
+  const uint64_t ring_reset = k.ring_reset_job.load();
+  if (ring_reset && job.ordinal == ring_reset) {
+    // A hang soft recovery cannot end: amdgpu_job_timedout() then resets only this queue
+    // (amdgpu_ring_reset(), Linux 6.12+, compute/GFX and SDMA alike on the emulated parts).
+    // amdgpu_fence_driver_guilty_force_completion() (mainline): the job's fence gets -ETIME and
+    // the fences its context still has on the ring -ECANCELED; the ring's other work is backed
+    // up and re-emitted, so it runs. The job's commands are never re-emitted: its IBs have no
+    // effect and its user fence is not written. The reset counter moves after the reset
+    // succeeded; nothing is marked guilty (no karma), so the context's later jobs run.
+    stall_until_lockup();
+    std::unique_ptr<Job> behind = take_next_on_ring(ctx);
+    finish(job, -ETIME);
+    if (behind) finish(*behind, -ECANCELED);
     resets_.gpu_resets.fetch_add(1);
     return;
   }

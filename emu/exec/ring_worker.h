@@ -42,6 +42,7 @@ class RingWorker {
   void run(Job &job);
   void finish(Job &job, int error);
   void cancel_queued();
+  std::unique_ptr<Job> take_next_on_ring(const Context &ctx);
 
   const uint32_t ip_;  // which decoder runs its IBs
   const DeviceProfile &profile_;

@@ -152,6 +152,87 @@ TEST_CASE("RVGL_EMU_SOFT_RECOVER_JOB: the timeout's soft recovery kills a job, t
   }
 }
 
+TEST_CASE("RVGL_EMU_RING_RESET_JOB: a hang soft recovery cannot end resets only its queue",
+          "[fault-injection][acceptance]") {
+  Knob lockup("RVGL_EMU_LOCKUP_TIMEOUT_MS", "100", "2000");
+  Knob ring_reset("RVGL_EMU_RING_RESET_JOB", "2", "0");
+  Ring r;
+  GpuBuffer page;
+  REQUIRE(page.create(r.fd.get(), 4096, 0xc000000) == 0);
+  uint32_t bystander = 0;
+  REQUIRE(ctx_create(r.fd.get(), &bystander) == 0);
+  const auto before = counters();
+  drm_amdgpu_cs_chunk_fence uf{page.handle, 0};
+  const std::vector<drm_amdgpu_cs_chunk> chunks{
+      {AMDGPU_CHUNK_ID_FENCE, sizeof(uf) / 4, reinterpret_cast<uintptr_t>(&uf)}};
+  auto *user_fence = reinterpret_cast<volatile uint64_t *>(page.u8());
+  const uint32_t *data = r.buf.u32() + 8192 / 4;
+  // A compute job writing slot + 1 into data[slot]; the tested context's jobs write the user fence.
+  const auto write = [&](uint32_t ctx, uint32_t slot, uint64_t *seq) {
+    std::vector<uint32_t> ib;
+    pm4::write_data(ib, r.buf.va + 8192 + 4 * slot, {slot + 1});
+    const std::vector<drm_amdgpu_cs_chunk> none;
+    return submit(r.fd.get(), ctx, AMDGPU_HW_IP_COMPUTE, 0, place_ib(r.buf, 256 * (slot + 1), ib),
+                  ib.size() * 4, seq, ctx == r.ctx ? chunks : none);
+  };
+  const auto wait = [&](uint32_t ctx, uint64_t seq, uint64_t ms = 5000) {
+    return wait_cs(r.fd.get(), ctx, AMDGPU_HW_IP_COMPUTE, 0, seq, abs_timeout_ms(ms));
+  };
+  uint64_t seq[4] = {}, other = 0;
+
+  SECTION("the job behind it on the ring is its context's: cancelled; later work runs") {
+    for (uint32_t i = 0; i < 4; ++i)
+      REQUIRE(write(r.ctx, i, &seq[i]) == 0);
+    REQUIRE(write(bystander, 4, &other) == 0);
+    CHECK(wait(r.ctx, seq[0]) == 0);
+    CHECK(wait(r.ctx, seq[1], 20) == 1);  // stuck until the lockup timeout
+    CHECK(wait(r.ctx, seq[1]) == -ETIME);
+    CHECK(wait(r.ctx, seq[2]) == -ECANCELED);
+    CHECK(wait(r.ctx, seq[3]) == 0);
+    CHECK(wait(bystander, other) == 0);
+    CHECK(data[0] == 1);
+    CHECK(data[1] == 0);
+    CHECK(data[2] == 0);
+    CHECK(data[3] == 4);
+    CHECK(data[4] == 5);
+    CHECK(*user_fence == seq[3]);
+    CHECK(counters().jobs_failed == before.jobs_failed + 2);
+  }
+  SECTION("the job behind it is another context's: re-emitted, it runs") {
+    REQUIRE(write(r.ctx, 0, &seq[0]) == 0);
+    REQUIRE(write(r.ctx, 1, &seq[1]) == 0);
+    REQUIRE(write(bystander, 4, &other) == 0);
+    CHECK(wait(r.ctx, seq[1]) == -ETIME);
+    CHECK(wait(bystander, other) == 0);
+    CHECK(*user_fence == seq[0]);  // the hung job's commands never ran again
+    CHECK(data[1] == 0);
+    CHECK(data[4] == 5);
+    CHECK(counters().jobs_failed == before.jobs_failed + 1);
+    // Nothing is guilty: the context keeps submitting.
+    REQUIRE(write(r.ctx, 2, &seq[2]) == 0);
+    CHECK(wait(r.ctx, seq[2]) == 0);
+    CHECK(data[2] == 3);
+    CHECK(*user_fence == seq[2]);
+  }
+  SECTION("an SDMA queue is reset the same way") {
+    uint64_t s1 = 0, s2 = 0, s3 = 0;
+    uint32_t fresh = 0;
+    REQUIRE(ctx_create(r.fd.get(), &fresh) == 0);
+    REQUIRE(r.fence_job(fresh, 1, &s1) == 0);
+    REQUIRE(r.fence_job(fresh, 2, &s2) == 0);
+    CHECK(wait_cs(r.fd.get(), fresh, AMDGPU_HW_IP_DMA, 0, s2, abs_timeout_ms(5000)) == -ETIME);
+    CHECK(r.buf.u32()[1024] == 1);
+    CHECK(ctx_state2(r.fd.get(), fresh) == AMDGPU_CTX_QUERY2_FLAGS_RESET);
+    REQUIRE(r.fence_job(fresh, 3, &s3) == 0);
+    CHECK(wait_cs(r.fd.get(), fresh, AMDGPU_HW_IP_DMA, 0, s3, abs_timeout_ms(5000)) == 0);
+    CHECK(r.buf.u32()[1024] == 3);
+  }
+  // The reset counter moved (every context sees RESET); it was no GPU reset and nobody is guilty.
+  CHECK(ctx_state2(r.fd.get(), r.ctx) == AMDGPU_CTX_QUERY2_FLAGS_RESET);
+  CHECK(ctx_state2(r.fd.get(), bystander) == AMDGPU_CTX_QUERY2_FLAGS_RESET);
+  CHECK(counters().gpu_resets == before.gpu_resets);
+}
+
 TEST_CASE("RVGL_EMU_RESET_JOB loses a job to an innocent reset, VRAM too if asked",
           "[fault-injection][acceptance]") {
   Knob reset("RVGL_EMU_RESET_JOB", "1", "0");
