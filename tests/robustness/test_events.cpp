@@ -292,34 +292,37 @@ TEST_CASE("a fence on the events ring retires when a record arrives", "[robust][
   CHECK(g.h.wait_fence(RVGL_RING_EVENTS, 2, 1000));
 }
 
-TEST_CASE("a job the timeout's soft recovery killed is one hang of its queue, 20 times each mode",
-          "[robust][events]") {
-  // amdgpu_ring_soft_recovery(): the job's fence gets -ENODATA, its waves are killed and the ring
-  // goes on, so its user fence is written as for a job that ran to its end; the device's reset
-  // counter moves (every context sees RESET), nobody is guilty.
+namespace {
+
+// 20 runs in each delivery mode of a context whose compute queue's 2nd job hangs and is ended as
+// `knob` has it, beside a second compute queue and an idle SDMA queue: exactly one QUEUE_HANG,
+// naming job 2, and one innocent QUEUE_RESET for each other queue (idle ones hear of the reset
+// too), also after more work; the hung queue is lost with `error` and flags HANG only. The job
+// after the hung one wrote `third` (0: cancelled); the one after that runs either way.
+void one_hang_of_its_queue(const char *knob, uint32_t ctx_base, int error, uint32_t third) {
   ScopedKnob lockup("RVGL_EMU_LOCKUP_TIMEOUT_MS", "30", "10000");
   for (const bool async : {true, false}) {
-    for (int run = 0; run < 20; ++run) {
-      INFO((async ? "async" : "poll mode") << ", run " << run);
-      ScopedKnob soft("RVGL_EMU_SOFT_RECOVER_JOB", "2", "0");  // every kernel context's 2nd job
-      REQUIRE(soft.ok());
-      Guest g(5000 + 100 * async + run, async);
+    for (uint32_t run = 0; run < 20; ++run) {
+      INFO(knob << ", " << (async ? "async" : "poll mode") << ", run " << run);
+      ScopedKnob hang(knob, "2", "0");  // every kernel context's 2nd job
+      REQUIRE(hang.ok());
+      Guest g(ctx_base + 100 * async + run, async);
       int32_t r;
       const uint32_t other = g.h.queue_create(RVGL_IP_COMPUTE, 3, &r);
       REQUIRE(r == 0);
       REQUIRE(g.write(g.va + 12, 4, other) == 0);
       REQUIRE(g.write(g.va, 1) == 0);
-      REQUIRE(g.write(g.va + 4, 2) == 0);  // its waves hang; soft recovery kills them
+      REQUIRE(g.write(g.va + 4, 2) == 0);  // hangs
       REQUIRE(g.write(g.va + 8, 3) == 0);
+      REQUIRE(g.write(g.va + 16, 5) == 0);
       REQUIRE(g.h.fence(1, 1) == 0);
       REQUIRE(g.h.wait_fence(1, 1));
       const uint32_t *data = g.data.ptr<uint32_t>();
       REQUIRE(data[0] == 1);
       REQUIRE(data[1] == 0);
-      REQUIRE(data[2] == 3);
+      REQUIRE(data[2] == third);
       REQUIRE(data[3] == 4);
-      // The hang, and an innocent reset for each other queue, as their kernel contexts report one
-      // (the SDMA queue never ran anything: it hears of it too).
+      REQUIRE(data[4] == 5);
       std::vector<rvgl_event> ev;
       const auto want = [&] {
         auto more = read_events(g.h);
@@ -329,11 +332,11 @@ TEST_CASE("a job the timeout's soft recovery killed is one hang of its queue, 20
       };
       REQUIRE(until(want));
       // Nothing more comes, also after more work.
-      REQUIRE(rvgl_emu_set_knob("RVGL_EMU_SOFT_RECOVER_JOB", "0") == 0);
-      REQUIRE(g.write(g.va + 16, 5, other) == 0);
+      REQUIRE(rvgl_emu_set_knob(knob, "0") == 0);
+      REQUIRE(g.write(g.va + 20, 6, other) == 0);
       REQUIRE(g.h.fence(3, 2) == 0);
       REQUIRE(g.h.wait_fence(3, 2));
-      REQUIRE(data[4] == 5);
+      REQUIRE(data[5] == 6);
       const auto settled = g.h.queue_state(other);  // a check published after its records
       REQUIRE(settled.state == RVGL_QUEUE_STATE_OK);
       auto more = read_events(g.h);
@@ -354,12 +357,31 @@ TEST_CASE("a job the timeout's soft recovery killed is one hang of its queue, 20
       const auto st = g.h.queue_state(g.compute);
       REQUIRE(st.state == RVGL_QUEUE_STATE_LOST);
       REQUIRE(st.flags == RVGL_QUEUE_FLAG_HANG);
-      REQUIRE(st.error == -ENODATA);
-      REQUIRE(g.write(g.va + 20, 6) == -ECANCELED);
+      REQUIRE(st.error == error);
+      REQUIRE(g.write(g.va + 24, 7) == -ECANCELED);
       REQUIRE(settled.flags == RVGL_QUEUE_FLAG_INNOCENT);
       REQUIRE(g.h.queue_state(g.sdma).flags == RVGL_QUEUE_FLAG_INNOCENT);
     }
   }
+}
+
+}  // namespace
+
+TEST_CASE("a job the timeout's soft recovery killed is one hang of its queue, 20 times each mode",
+          "[robust][events]") {
+  // amdgpu_ring_soft_recovery(): the job's fence gets -ENODATA, its waves are killed and the ring
+  // goes on, so its user fence is written as for a job that ran to its end; the device's reset
+  // counter moves (every context sees RESET), nobody is guilty.
+  one_hang_of_its_queue("RVGL_EMU_SOFT_RECOVER_JOB", 5000, -ENODATA, 3);
+}
+
+TEST_CASE("a hang only its queue's reset ended is one hang of its queue, 20 times each mode",
+          "[robust][events]") {
+  // amdgpu_ring_reset() (Linux 6.12+), when soft recovery cannot end a hang: the job's fence gets
+  // -ETIME without its user fence, the job the ring held behind it (same kernel context) is
+  // cancelled, later jobs run; the device's reset counter moves and nobody is guilty. So the
+  // queue's newest job may have succeeded while an earlier one hung.
+  one_hang_of_its_queue("RVGL_EMU_RING_RESET_JOB", 9000, -ETIME, 0);
 }
 
 TEST_CASE("a hang followed by more work is one hang, named by its first failed job",
