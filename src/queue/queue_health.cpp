@@ -19,6 +19,16 @@ bool same_fault(const rvgl_drm_amdgpu_info_gpuvm_fault &a,
 
 }  // namespace
 
+QueueHealth::QueueHealth(std::shared_ptr<AmdgpuDevice> dev, EventRing &events,
+                         std::function<void()> rearm)
+    : dev_(std::move(dev)), probe_(dev_), events_(events), rearm_(std::move(rearm)) {
+  ResetNotices::process().join(this);
+}
+
+QueueHealth::~QueueHealth() {
+  ResetNotices::process().leave(this);
+}
+
 void QueueHealth::add(uint32_t handle, std::shared_ptr<KernelQueue> q) {
   std::lock_guard lk(mu_);
   Tracked t{std::move(q)};
@@ -123,6 +133,28 @@ bool QueueHealth::completed_later(uint32_t handle, uint64_t point, int64_t now, 
   return true;
 }
 
+void QueueHealth::reset_elsewhere() {
+  {
+    std::lock_guard lk(mu_);
+    bool marked = false;
+    for (auto &[h, t] : queues_) {
+      if (t.queue->status().lost) continue;
+      t.dirty = true;
+      marked = true;
+    }
+    if (!marked) return;  // nothing to look at: no check, and the notice is not kept
+    reset_told_ = true;
+    const int64_t now = monotonic_ns();
+    int64_t at = now;
+    if (last_check_ns_)
+      at = std::max(now, last_check_ns_ + HealthPacer::process().interval_ns(now));
+    if (due_ns_ && due_ns_ <= at) return;  // already due by then, and filed with the engine
+    due_ns_ = at;
+    publish_deadline_locked();
+  }
+  rearm_();  // the engine may be asleep without this deadline
+}
+
 void QueueHealth::on_deadline_moved(std::function<void()> moved) {
   std::lock_guard lk(mu_);
   moved_ = std::move(moved);
@@ -178,25 +210,27 @@ void QueueHealth::post(uint32_t type, uint32_t queue, uint64_t p0, uint64_t p1) 
   events_.post(type, queue, p0, p1);
 }
 
-void QueueHealth::read_ctx_states(std::vector<Seen> &seen, bool none_failed) {
+bool QueueHealth::read_ctx_states(std::vector<Seen> &seen, bool none_failed) {
   size_t live = 0;
   for (const Seen &s : seen)
     live += !s.before.lost;
-  if (!live) return;
-  // Asked after the job errors, as each context would be; only when no job failed, since a
-  // failure sends every queue to its own context anyway.
-  bool asked = false;
+  if (!live) return false;
+  // Asked after the job errors, as each context would be. Also when a job failed, which sends
+  // every queue of `seen` to its own context anyway: a reset that came with the failure is news
+  // for the context's other queues and for other contexts.
+  const ResetProbe::Answer a = probe_.ask();
   uint64_t last_reset = 0;
-  if (none_failed) {
-    const ResetProbe::Answer a = probe_.ask();
+  bool news = false;
+  {
     std::lock_guard lk(mu_);
     ++probe_asks_;
     if (a != ResetProbe::Answer::kNoReset) {
       probe_last_reset_ = probe_asks_;  // unknown: a reset
       verify_after_reset_locked(seen, a == ResetProbe::Answer::kReset);
     }
+    news = a == ResetProbe::Answer::kReset && !reset_told_;
+    reset_told_ = false;
     last_reset = probe_last_reset_;
-    asked = true;
   }
   verify_jobs(seen);
   for (Seen &s : seen) {
@@ -205,10 +239,11 @@ void QueueHealth::read_ctx_states(std::vector<Seen> &seen, bool none_failed) {
     // read, and only where the error read was that of the newest job itself (a guilty
     // context's later jobs fail too, so it would show): a refusal, or a newest job whose fence
     // was not recorded yet, leaves the context to be asked.
-    if (asked && !s.refused && s.job_known && last_reset < s.ctx_stale_from) continue;
+    if (none_failed && !s.refused && s.job_known && last_reset < s.ctx_stale_from) continue;
     s.ctx_flags = s.q->ctx_flags();
     s.ctx_read = true;
   }
+  return news;
 }
 
 void QueueHealth::verify_after_reset_locked(std::vector<Seen> &seen, bool mark) {
@@ -319,7 +354,7 @@ void QueueHealth::check(int64_t now) {
       s.failed_seq = first;
     }
   }
-  read_ctx_states(seen, none_failed);
+  const bool reset_news = read_ctx_states(seen, none_failed);
   rvgl_drm_amdgpu_info_gpuvm_fault fault{};
   const bool new_fault =
       dev_->query_gpuvm_fault(&fault) == 0 && fault.status && !same_fault(fault, last_fault_);
@@ -401,6 +436,7 @@ void QueueHealth::check(int64_t now) {
     s.q->publish(st);  // after its records: a guest that sees it lost finds them in the ring
   }
   events_.notify();
+  if (reset_news) ResetNotices::process().tell_others(this);
 }
 
 bool QueueHealth::all_signalled(std::vector<Seen> &seen) {

@@ -15,11 +15,12 @@
 // When: after a queue's work reached a new point (its watch saw it; before the point's fences go,
 // unless its job ran to its end and the kernel signalled it), at most once per interval
 // per context (1 ms, longer when many queues of the process are busy: health_pacer.h; the rest is
-// deferred to a deadline, never dropped), and soon after the VMM's thread
-// saw the kernel refuse a submission. User queues have no completion the host sees (the guest
-// rings its own doorbell), so while a context has any they are looked at every kUserPollNs. The
-// fault cache is read on every check, which is how a VM fault that did not fail its job (the
-// kernel's default, amdgpu.vm_fault_stop=0) is found.
+// deferred to a deadline, never dropped), soon after the VMM's thread
+// saw the kernel refuse a submission, and after another context's check heard of a device reset
+// first (reset_notices.h: an idle context has no completion to be checked after). User queues have
+// no completion the host sees (the guest rings its own doorbell), so while a context has any they
+// are looked at every kUserPollNs. The fault cache is read on every check, which is how a VM fault
+// that did not fail its job (the kernel's default, amdgpu.vm_fault_stop=0) is found.
 #pragma once
 
 #include <atomic>
@@ -35,12 +36,13 @@
 #include "events/event_ring.h"
 #include "queue/completion_engine.h"
 #include "queue/kernel_queue.h"
+#include "queue/reset_notices.h"
 #include "queue/reset_probe.h"
 #include "queue/user_queue.h"
 
 namespace rvgl {
 
-class QueueHealth final : public CompletionEngine::Watch {
+class QueueHealth final : public CompletionEngine::Watch, public ResetListener {
  public:
   // Checks of one context are at least HealthPacer::interval_ns() apart. A check of n queues with
   // new completions costs 2 ioctls when their newest jobs ran to their end (their user fences say
@@ -48,7 +50,8 @@ class QueueHealth final : public CompletionEngine::Watch {
   // queue whose job did not write its user fence (it failed, or its fence was not recorded yet)
   // adds a WAIT_CS; a queue also gets a context query when the probe says the device was reset
   // since that queue's last one, when the kernel refused its work, or when its newest job's fence
-  // was not recorded yet; when a job failed, every queue gets one (n + 1 + the WAIT_CSs), and the
+  // was not recorded yet; when a job failed, every queue gets one (n + 2 + the WAIT_CSs: the probe
+  // is asked then too, so a reset that came with the failure is heard of), and the
   // failed queue's earlier recent jobs are asked for the first failure (one WAIT_CS each). A
   // queue whose point is known only from its user fence adds a SYNCOBJ_QUERY: a check classifies
   // only what the kernel signalled (the fault cache lags the user fence), and is postponed by an
@@ -58,8 +61,12 @@ class QueueHealth final : public CompletionEngine::Watch {
 
   // rearm: called, outside this class's locks, after a deadline moved earlier, so the engine
   // takes it into its sleep (CompletionEngine::deadline_earlier).
-  QueueHealth(std::shared_ptr<AmdgpuDevice> dev, EventRing &events, std::function<void()> rearm)
-      : dev_(std::move(dev)), probe_(dev_), events_(events), rearm_(std::move(rearm)) {}
+  // Joins the process's ResetNotices: a reset another context hears of first has this one look
+  // at its live queues too (reset_notices.h).
+  QueueHealth(std::shared_ptr<AmdgpuDevice> dev, EventRing &events, std::function<void()> rearm);
+  ~QueueHealth();
+  QueueHealth(const QueueHealth &) = delete;
+  QueueHealth &operator=(const QueueHealth &) = delete;
 
   // VMM thread.
   void add(uint32_t handle, std::shared_ptr<KernelQueue> q);
@@ -102,6 +109,10 @@ class QueueHealth final : public CompletionEngine::Watch {
   void reached(uint64_t) override {}
   int64_t deadline_ns() override;
   void tick(int64_t now_ns) override;
+
+  // ResetListener (another context's check, the engine's thread): every live queue is marked
+  // for this context's next allowed check.
+  void reset_elsewhere() override;
 
   uint64_t checks() const;  // for tests: checks that have ended (check_mu_ released)
 
@@ -146,9 +157,11 @@ class QueueHealth final : public CompletionEngine::Watch {
     uint64_t verify_to = 0, verified_to = 0;  // as Tracked's
     uint64_t failed_seq = 0;                  // the job job_error is of: the first that failed
   };
-  // Reads the context state of the queues of `seen` that need their own query; `none_failed`:
-  // no job of theirs failed, so the probe may answer for the others. Engine thread.
-  void read_ctx_states(std::vector<Seen> &seen, bool none_failed);
+  // Asks the probe, then reads the context state of the queues of `seen` that need their own
+  // query; `none_failed`: no job of theirs failed, so the probe may answer for the others. True
+  // when the probe reported a reset no other context had told of (reset_notices.h). Engine
+  // thread.
+  bool read_ctx_states(std::vector<Seen> &seen, bool none_failed);
   // The probe reported a reset: every queue's jobs submitted so far are to be asked of the
   // kernel, and the live queues outside `seen` are marked for a check (`mark`: not when the probe
   // cannot tell, which would mark them on every check). mu_ held.
@@ -187,6 +200,9 @@ class QueueHealth final : public CompletionEngine::Watch {
   // context state is current while probe_last_reset_ < its ctx_stale_from.
   uint64_t probe_asks_ = 0;
   uint64_t probe_last_reset_ = 0;
+  // Another context told of a reset since the probe was last asked: a reset the probe reports
+  // now is told to no one again.
+  bool reset_told_ = false;
   std::map<uint32_t, Tracked> queues_;
   std::map<uint32_t, TrackedUser> users_;
   int64_t next_user_poll_ns_ = 0;

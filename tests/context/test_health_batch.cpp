@@ -125,10 +125,11 @@ TEST_CASE("a health check reads the job errors of queues whose jobs ran from the
 TEST_CASE("a health check asks each queue's context alone when one job failed", "[health]") {
   Rig r;
   std::vector<std::shared_ptr<KernelQueue>> qs;
-  // The failed job never wrote its user fence: a WAIT_CS for it alone; a failure, so a context
+  // The failed job never wrote its user fence: a WAIT_CS for it alone; the reset probe (a reset
+  // that came with a failure is news for other queues and contexts); a failure, so a context
   // query for each of the four, then the fault cache, which names the queue whose job failed (no
   // hang: no search for it).
-  CHECK(deferred_check_ioctls(r, qs, {false, false, true, false}) == 1 + 4 + 1);
+  CHECK(deferred_check_ioctls(r, qs, {false, false, true, false}) == 1 + 1 + 4 + 1);
   for (size_t i = 0; i < qs.size(); ++i)
     CHECK(qs[i]->status().lost == (i == 3));
   CHECK(qs[3]->status().flags == (RVGL_QUEUE_FLAG_GUILTY | RVGL_QUEUE_FLAG_VM_FAULT));
@@ -179,6 +180,36 @@ TEST_CASE("after a GPU reset each queue's context is asked once, by whichever ch
   health.refused(2);
   t += 1'000'000'000;
   CHECK(ioctls_of(health, [&] { health.tick(t); }) == 3);
+}
+
+TEST_CASE("a reset one context's check hears of first is looked at by the others, told once",
+          "[health]") {
+  // Two contexts' health owners; quiet's queue does no more work after its first job.
+  Rig quiet, busy;
+  auto idle = quiet.queue_with_jobs(quiet.nop_ib);
+  auto q = busy.queue_with_jobs(busy.nop_ib);
+  quiet.health.add(1, idle);
+  busy.health.add(1, q);
+  int64_t t = monotonic_ns();
+  CHECK(ioctls_of(quiet.health, [&] { complete(quiet.health, 1, 1, t); }) == 2);
+  CHECK(quiet.health.deadline_ns() == 0);
+  {
+    test::ScopedKnob reset("RVGL_EMU_RESET_JOB", "2", "0");
+    REQUIRE(reset.ok());
+    busy.queue_with_jobs(busy.nop_ib, 2);
+  }
+  // busy's probe reports the reset (its context asked, its job asked) and busy tells quiet,
+  // which has nothing of its own to be checked after: its idle queue is due now.
+  t += 1'000'000'000;
+  CHECK(ioctls_of(busy.health, [&] { complete(busy.health, 1, 1, t); }) == 4);
+  CHECK(quiet.health.deadline_ns() != 0);
+  // quiet's check: its own probe (the reset), its context, its job asked, the fault cache.
+  t += 1'000'000'000;
+  CHECK(ioctls_of(quiet.health, [&] { quiet.health.tick(t); }) == 4);
+  CHECK(idle->status().flags == RVGL_QUEUE_FLAG_INNOCENT);
+  CHECK(quiet.events.dropped_unattached() == 1);
+  // quiet was told: it tells no one again.
+  CHECK(busy.health.deadline_ns() == 0);
 }
 
 TEST_CASE("a reached point whose job's fence is not recorded yet leaves the context to be asked",

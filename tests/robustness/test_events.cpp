@@ -397,18 +397,98 @@ TEST_CASE("a hang followed by more work is one hang, named by its first failed j
     REQUIRE(g.write(g.va + 4, 2) == 0);   // hangs
     REQUIRE(g.write(g.va + 8, 3) == 0);   // cancelled
     REQUIRE(g.write(g.va + 12, 4) == 0);  // cancelled
-    REQUIRE(until([&] { return g.h.queue_state(g.compute).state == RVGL_QUEUE_STATE_LOST; }));
-    const auto ev = read_events(g.h);
+    // The GPU reset also reaches the context's idle SDMA queue (innocent).
+    std::vector<rvgl_event> ev;
+    REQUIRE(until([&] {
+      auto more = read_events(g.h);
+      ev.insert(ev.end(), more.begin(), more.end());
+      const EventCounts c = count(ev);
+      return c.hang == 1 && c.reset_guilty == 1 && c.reset_other == 1;
+    }));
+    const auto idle = g.h.queue_state(g.sdma);  // published after its record
+    REQUIRE(idle.flags == RVGL_QUEUE_FLAG_INNOCENT);
+    auto more = read_events(g.h);
+    ev.insert(ev.end(), more.begin(), more.end());
     const EventCounts c = count(ev);
     REQUIRE(c.hang == 1);
     REQUIRE(c.reset_guilty == 1);
-    REQUIRE(c.reset_other + c.vm_fault + c.other == 0);
+    REQUIRE(c.reset_other == 1);
+    REQUIRE(c.vm_fault + c.other == 0);
     for (const auto &e : ev) {
+      if (e.type == RVGL_EVENT_QUEUE_RESET && (e.payload[0] & RVGL_EVENT_RESET_INNOCENT)) {
+        REQUIRE(e.queue == g.sdma);
+        continue;
+      }
       REQUIRE(e.queue == g.compute);
       if (e.type == RVGL_EVENT_QUEUE_HANG) REQUIRE(e.payload[0] == 2);
     }
     const auto st = g.h.queue_state(g.compute);
     REQUIRE(st.flags == (RVGL_QUEUE_FLAG_GUILTY | RVGL_QUEUE_FLAG_HANG));
     REQUIRE(st.error == -ETIME);
+  }
+}
+
+TEST_CASE("a GPU reset another context's hang caused reaches an idle context, 20 times each mode",
+          "[robust][events]") {
+  // An idle context has no completion to be checked after: the check that first hears of the
+  // reset (the hung context's) has every other context look (reset_notices.h).
+  ScopedKnob lockup("RVGL_EMU_LOCKUP_TIMEOUT_MS", "30", "10000");
+  for (const bool async : {true, false}) {
+    for (uint32_t run = 0; run < 20; ++run) {
+      INFO((async ? "async" : "poll mode") << ", run " << run);
+      Guest idle(11000 + 100 * async + run, async);
+      REQUIRE(idle.write(idle.va, 1) == 0);  // one job, then nothing
+      REQUIRE(idle.h.fence(1, 1) == 0);
+      REQUIRE(idle.h.wait_fence(1, 1));
+      // Its completion's check (due within the 1 ms pacing interval) is over before the reset.
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      std::vector<rvgl_event> seen = read_events(idle.h);
+      REQUIRE(seen.empty());
+      std::vector<rvgl_event> culprit_ev;
+      {
+        ScopedKnob hang("RVGL_EMU_HANG_JOB", "1", "0");  // the culprit's first job
+        REQUIRE(hang.ok());
+        Guest culprit(12000 + 100 * async + run, async);
+        REQUIRE(culprit.write(culprit.va, 1) == 0);  // hangs: the GPU is reset
+        REQUIRE(culprit.h.fence(1, 1) == 0);         // the VMM's thread learns of it (poll mode)
+        REQUIRE(culprit.h.wait_fence(1, 1));
+        REQUIRE(until([&] {
+          auto more = read_events(culprit.h);
+          culprit_ev.insert(culprit_ev.end(), more.begin(), more.end());
+          const EventCounts c = count(culprit_ev);
+          return c.hang == 1 && c.reset_guilty == 1 && c.reset_other == 1;
+        }));
+        // The idle context's two queues hear of it with no work of their own.
+        REQUIRE(until([&] {
+          auto more = read_events(idle.h);
+          seen.insert(seen.end(), more.begin(), more.end());
+          return count(seen).reset_other == 2;
+        }));
+        const auto compute = idle.h.queue_state(idle.compute);
+        const auto sdma = idle.h.queue_state(idle.sdma);
+        REQUIRE(compute.state == RVGL_QUEUE_STATE_OK);
+        REQUIRE(compute.flags == RVGL_QUEUE_FLAG_INNOCENT);
+        REQUIRE(sdma.flags == RVGL_QUEUE_FLAG_INNOCENT);
+      }
+      // Nothing more, also after more work of the idle context.
+      REQUIRE(idle.write(idle.va + 4, 2) == 0);
+      REQUIRE(idle.h.fence(1, 2) == 0);
+      REQUIRE(idle.h.wait_fence(1, 2));
+      REQUIRE(idle.data.ptr<uint32_t>()[1] == 2);
+      const auto settled = idle.h.queue_state(idle.compute);
+      REQUIRE(settled.state == RVGL_QUEUE_STATE_OK);
+      auto more = read_events(idle.h);
+      seen.insert(seen.end(), more.begin(), more.end());
+      const EventCounts c = count(seen);
+      REQUIRE(c.reset_other == 2);
+      REQUIRE(c.hang + c.reset_guilty + c.vm_fault + c.other == 0);
+      for (const auto &e : seen) {
+        REQUIRE((e.queue == idle.compute || e.queue == idle.sdma));
+        REQUIRE(e.payload[0] == RVGL_EVENT_RESET_INNOCENT);
+      }
+      const EventCounts cc = count(culprit_ev);
+      REQUIRE(cc.hang + cc.reset_guilty + cc.reset_other == 3);
+      REQUIRE(cc.vm_fault + cc.other == 0);
+    }
   }
 }
