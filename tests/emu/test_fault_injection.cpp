@@ -222,10 +222,11 @@ TEST_CASE("RVGL_EMU_RING_RESET_JOB: a hang soft recovery cannot end resets only 
     REQUIRE(r.fence_job(fresh, 2, &s2) == 0);
     CHECK(wait_cs(r.fd.get(), fresh, AMDGPU_HW_IP_DMA, 0, s2, abs_timeout_ms(5000)) == -ETIME);
     CHECK(r.buf.u32()[1024] == 1);
-    CHECK(ctx_state2(r.fd.get(), fresh) == AMDGPU_CTX_QUERY2_FLAGS_RESET);
     REQUIRE(r.fence_job(fresh, 3, &s3) == 0);
     CHECK(wait_cs(r.fd.get(), fresh, AMDGPU_HW_IP_DMA, 0, s3, abs_timeout_ms(5000)) == 0);
     CHECK(r.buf.u32()[1024] == 3);
+    // Counted after the hung job's fence signalled, before the ring ran anything more.
+    CHECK(ctx_state2(r.fd.get(), fresh) == AMDGPU_CTX_QUERY2_FLAGS_RESET);
   }
   // The reset counter moved (every context sees RESET); it was no GPU reset and nobody is guilty.
   CHECK(ctx_state2(r.fd.get(), r.ctx) == AMDGPU_CTX_QUERY2_FLAGS_RESET);
