@@ -162,7 +162,8 @@ void QueueHealth::on_deadline_moved(std::function<void()> moved) {
 
 void QueueHealth::publish_deadline_locked() {
   int64_t d = due_ns_;
-  if (next_user_poll_ns_ && (!d || next_user_poll_ns_ < d)) d = next_user_poll_ns_;
+  for (const int64_t other : {next_user_poll_ns_, reset_expect_at_})
+    if (other && (!d || other < d)) d = other;
   if (deadline_.exchange(d, std::memory_order_acq_rel) != d && moved_) moved_();
 }
 
@@ -185,7 +186,8 @@ void QueueHealth::tick(int64_t now) {
 }
 
 bool QueueHealth::check_due_locked(int64_t now, bool dirty) {
-  // A completion just marked its queue; a tick looks for any mark.
+  // A completion just marked its queue; a tick looks for any mark, or an expected reset's look.
+  if (reset_expect_at_ && now >= reset_expect_at_) dirty = true;
   for (auto it = queues_.begin(); !dirty && it != queues_.end(); ++it)
     dirty = it->second.dirty;
   for (auto it = users_.begin(); !dirty && it != users_.end(); ++it)
@@ -210,26 +212,33 @@ void QueueHealth::post(uint32_t type, uint32_t queue, uint64_t p0, uint64_t p1) 
   events_.post(type, queue, p0, p1);
 }
 
-bool QueueHealth::read_ctx_states(std::vector<Seen> &seen, bool none_failed) {
+bool QueueHealth::take_probe_answer(ResetProbe::Answer a, std::vector<Seen> &seen) {
+  std::lock_guard lk(mu_);
+  ++probe_asks_;
+  if (a != ResetProbe::Answer::kNoReset) {
+    probe_last_reset_ = probe_asks_;  // unknown: a reset
+    verify_after_reset_locked(seen, a == ResetProbe::Answer::kReset);
+  }
+  const bool news = a == ResetProbe::Answer::kReset && !reset_told_;
+  reset_told_ = false;
+  return news;
+}
+
+ResetProbe::Answer QueueHealth::read_ctx_states(std::vector<Seen> &seen, bool none_failed,
+                                                bool probe_anyway, bool *news) {
+  *news = false;
   size_t live = 0;
   for (const Seen &s : seen)
     live += !s.before.lost;
-  if (!live) return false;
+  if (!live && !probe_anyway) return ResetProbe::Answer::kNoReset;  // not asked
   // Asked after the job errors, as each context would be. Also when a job failed, which sends
   // every queue of `seen` to its own context anyway: a reset that came with the failure is news
   // for the context's other queues and for other contexts.
   const ResetProbe::Answer a = probe_.ask();
+  *news = take_probe_answer(a, seen);
   uint64_t last_reset = 0;
-  bool news = false;
   {
     std::lock_guard lk(mu_);
-    ++probe_asks_;
-    if (a != ResetProbe::Answer::kNoReset) {
-      probe_last_reset_ = probe_asks_;  // unknown: a reset
-      verify_after_reset_locked(seen, a == ResetProbe::Answer::kReset);
-    }
-    news = a == ResetProbe::Answer::kReset && !reset_told_;
-    reset_told_ = false;
     last_reset = probe_last_reset_;
   }
   verify_jobs(seen);
@@ -243,7 +252,28 @@ bool QueueHealth::read_ctx_states(std::vector<Seen> &seen, bool none_failed) {
     s.ctx_flags = s.q->ctx_flags();
     s.ctx_read = true;
   }
-  return news;
+  return a;
+}
+
+void QueueHealth::expect_reset_locked(int64_t now, ResetProbe::Answer answer, bool hang,
+                                      bool follow_up) {
+  // kUnknown (no probe): every check counts as a reset already, and there is nothing to ask.
+  if (answer != ResetProbe::Answer::kNoReset) {
+    reset_expect_at_ = 0;
+  } else if (hang) {
+    reset_expect_looks_ = 0;
+    reset_expect_at_ = now + HealthPacer::process().interval_ns(now);
+  } else if (follow_up) {
+    // A reset that has not come by the last look is left to the next check a completion brings
+    // (e.g. the emulator's failed jobs, which it does not count as resets).
+    if (++reset_expect_looks_ >= kResetExpectLooks)
+      reset_expect_at_ = 0;
+    else
+      reset_expect_at_ = now + (HealthPacer::process().interval_ns(now) << reset_expect_looks_);
+  } else {
+    return;
+  }
+  publish_deadline_locked();
 }
 
 void QueueHealth::verify_after_reset_locked(std::vector<Seen> &seen, bool mark) {
@@ -288,6 +318,7 @@ void QueueHealth::check(int64_t now) {
     }
   } count{*this};
   std::lock_guard running(check_mu_);  // the whole check, published states included
+  bool follow_up = false;
   std::vector<Seen> seen;
   std::vector<std::pair<uint32_t, std::shared_ptr<UserQueue>>> users;
   {
@@ -307,12 +338,25 @@ void QueueHealth::check(int64_t now) {
       t.dirty = false;
       users.emplace_back(h, t.queue);
     }
+    follow_up = reset_expect_at_ && now >= reset_expect_at_;
     last_check_ns_ = now;
     due_ns_ = 0;
     waiting_signal_ = false;  // postpone() sets it again if the kernel still has not signalled
     publish_deadline_locked();
   }
-  if (seen.empty() && users.empty()) return;
+  if (seen.empty() && users.empty()) {
+    // Only the probe, for a reset a hang's recovery has yet to count: nothing else is read (the
+    // fault cache is read only with the queues whose work it may concern).
+    if (!follow_up) return;
+    const ResetProbe::Answer a = probe_.ask();
+    const bool news = take_probe_answer(a, seen);
+    {
+      std::lock_guard lk(mu_);
+      expect_reset_locked(now, a, false, true);
+    }
+    if (news) ResetNotices::process().tell_others(this);
+    return;
+  }
 
   // One observation, in the kernel's order of events: a failed job's fence carries its error
   // after its context was marked, so the errors are read first and the context states after
@@ -354,7 +398,8 @@ void QueueHealth::check(int64_t now) {
       s.failed_seq = first;
     }
   }
-  const bool reset_news = read_ctx_states(seen, none_failed);
+  bool reset_news = false;
+  const ResetProbe::Answer answer = read_ctx_states(seen, none_failed, follow_up, &reset_news);
   rvgl_drm_amdgpu_info_gpuvm_fault fault{};
   const bool new_fault =
       dev_->query_gpuvm_fault(&fault) == 0 && fault.status && !same_fault(fault, last_fault_);
@@ -378,6 +423,7 @@ void QueueHealth::check(int64_t now) {
   }
   check_users(users, new_fault && !fault_owner, fault);
 
+  bool hang = false;  // classified now: its recovery may count the reset only later
   for (Seen &s : seen) {
     if (s.before.lost) continue;
     KernelQueue::Status st = s.before;
@@ -416,7 +462,10 @@ void QueueHealth::check(int64_t now) {
     it->second.verified_to = std::max(it->second.verified_to, s.verified_to);
     if (faulted)
       post(RVGL_EVENT_VM_FAULT, s.handle, fault.addr, fault.status | (uint64_t{fault.vmhub} << 32));
-    if (fresh & RVGL_QUEUE_FLAG_HANG) post(RVGL_EVENT_QUEUE_HANG, s.handle, s.failed_seq, 0);
+    if (fresh & RVGL_QUEUE_FLAG_HANG) {
+      post(RVGL_EVENT_QUEUE_HANG, s.handle, s.failed_seq, 0);
+      hang = true;
+    }
     const uint64_t vram = (fresh & RVGL_QUEUE_FLAG_VRAM_LOST) ? RVGL_EVENT_RESET_VRAM_LOST : 0;
     if (fresh & RVGL_QUEUE_FLAG_GUILTY)
       post(RVGL_EVENT_QUEUE_RESET, s.handle, RVGL_EVENT_RESET_GUILTY | vram, done);
@@ -436,6 +485,10 @@ void QueueHealth::check(int64_t now) {
     s.q->publish(st);  // after its records: a guest that sees it lost finds them in the ring
   }
   events_.notify();
+  {
+    std::lock_guard lk(mu_);
+    expect_reset_locked(now, answer, hang, follow_up);
+  }
   if (reset_news) ResetNotices::process().tell_others(this);
 }
 

@@ -158,10 +158,19 @@ class QueueHealth final : public CompletionEngine::Watch, public ResetListener {
     uint64_t failed_seq = 0;                  // the job job_error is of: the first that failed
   };
   // Asks the probe, then reads the context state of the queues of `seen` that need their own
-  // query; `none_failed`: no job of theirs failed, so the probe may answer for the others. True
-  // when the probe reported a reset no other context had told of (reset_notices.h). Engine
-  // thread.
-  bool read_ctx_states(std::vector<Seen> &seen, bool none_failed);
+  // query; `none_failed`: no job of theirs failed, so the probe may answer for the others. The
+  // probe is not asked when no queue of `seen` is live, unless `probe_anyway`. Returns its answer
+  // (kNoReset when not asked); *news: a reset no other context had told of (reset_notices.h).
+  // Engine thread.
+  ResetProbe::Answer read_ctx_states(std::vector<Seen> &seen, bool none_failed, bool probe_anyway,
+                                     bool *news);
+  // Books the probe's answer `a` (mu_ taken): a reset has `seen`'s jobs verified and the other
+  // live queues marked; returns whether it is news to tell other contexts.
+  bool take_probe_answer(ResetProbe::Answer a, std::vector<Seen> &seen);
+  // After a check that asked the probe (`answer`): a hang it classified without the reset that
+  // ended it has the probe asked again later; a reset ends that. `follow_up`: this check was
+  // such a later look. mu_ held.
+  void expect_reset_locked(int64_t now_ns, ResetProbe::Answer answer, bool hang, bool follow_up);
   // The probe reported a reset: every queue's jobs submitted so far are to be asked of the
   // kernel, and the live queues outside `seen` are marked for a check (`mark`: not when the probe
   // cannot tell, which would mark them on every check). mu_ held.
@@ -219,6 +228,16 @@ class QueueHealth final : public CompletionEngine::Watch, public ResetListener {
   // Engine thread only (checks never run concurrently: they run on that thread).
   rvgl_drm_amdgpu_info_gpuvm_fault last_fault_{};
   bool vram_lost_reported_ = false;
+  // A check classified a hang before the probe reported the reset that ended it: when soft
+  // recovery or a ring reset ends a hang, the kernel moves the device's reset counter only after
+  // the hung job's fence signalled (amdgpu_job_timedout()), and the context's other queues (and
+  // other contexts) would hear of that reset only at a later completion. So the probe is asked
+  // again at reset_expect_at_ (0: no reset expected), 1, 2, 4, ... intervals later, at most
+  // kResetExpectLooks times (about a second), with nothing else looked at unless marked. Under
+  // mu_.
+  static constexpr uint32_t kResetExpectLooks = 10;
+  int64_t reset_expect_at_ = 0;
+  uint32_t reset_expect_looks_ = 0;
 };
 
 }  // namespace rvgl

@@ -10,6 +10,7 @@
 #include "amdgpu/amdgpu_device.h"
 #include "amdgpu/render_node.h"
 #include "events/event_ring.h"
+#include "queue/health_pacer.h"
 #include "queue/kernel_queue.h"
 #include "queue/queue_health.h"
 #include "rvgl_emu.h"
@@ -210,6 +211,57 @@ TEST_CASE("a reset one context's check hears of first is looked at by the others
   CHECK(quiet.events.dropped_unattached() == 1);
   // quiet was told: it tells no one again.
   CHECK(busy.health.deadline_ns() == 0);
+}
+
+TEST_CASE("a hang classified before its recovery counted the reset has the probe asked again",
+          "[health]") {
+  // Soft recovery and a ring reset move the device's reset counter only after the hung job's
+  // fence signalled: a check in between classifies the hang and its probe sees no reset yet. The
+  // emulator's failed jobs never count one, so such a job plays the hang here, and another
+  // context's reset comes when the test says.
+  Rig r;
+  QueueHealth &health = r.health;
+  std::vector<uint32_t> dispatch{0xc0021500u, 1, 1, 1};  // DISPATCH_DIRECT: needs shaders
+  std::memcpy(r.ibs.ptr<uint8_t>() + 2048, dispatch.data(), dispatch.size() * 4);
+  const rvgl_ib hang_ib{kIbVa + 2048, static_cast<uint32_t>(dispatch.size() * 4), 0};
+  auto idle = r.queue_with_jobs(r.nop_ib);
+  health.add(1, idle);
+  int64_t t = monotonic_ns();
+  CHECK(ioctls_of(health, [&] { complete(health, 1, 1, t); }) == 2);
+  auto hung = r.queue_with_jobs(hang_ib);
+  health.add(2, hung);
+  t += 1'000'000'000;
+  complete(health, 2, 1, t);
+  REQUIRE(hung->status().flags == (RVGL_QUEUE_FLAG_GUILTY | RVGL_QUEUE_FLAG_HANG));
+  const int64_t interval = HealthPacer::process().interval_ns(t);
+  CHECK(health.deadline_ns() == t + interval);
+
+  SECTION("the reset comes: the probe alone finds it, then the idle queue hears of it") {
+    {
+      test::ScopedKnob reset("RVGL_EMU_RESET_JOB", "2", "0");
+      REQUIRE(reset.ok());
+      r.queue_with_jobs(r.nop_ib, 2);
+    }
+    t += interval;
+    CHECK(ioctls_of(health, [&] { health.tick(t); }) == 1);
+    // The idle queue is marked: its check asks its context and its job (after a reset).
+    t += interval;
+    CHECK(ioctls_of(health, [&] { health.tick(t); }) == 4);
+    CHECK(idle->status().flags == RVGL_QUEUE_FLAG_INNOCENT);
+    CHECK(health.deadline_ns() == 0);
+    CHECK(r.events.dropped_unattached() == 3);  // the hang, its guilty reset, the innocent one
+  }
+  SECTION("no reset comes: the probe is asked 10 times, 1, 2, 4 ... intervals apart") {
+    for (int look = 0; look < 10; ++look) {
+      INFO("look " << look);
+      CHECK(health.deadline_ns() == t + (interval << look));
+      t = health.deadline_ns();
+      CHECK(ioctls_of(health, [&] { health.tick(t); }) == 1);
+    }
+    CHECK(health.deadline_ns() == 0);
+    CHECK_FALSE(idle->status().lost);
+    CHECK(idle->status().flags == 0);
+  }
 }
 
 TEST_CASE("a reached point whose job's fence is not recorded yet leaves the context to be asked",
