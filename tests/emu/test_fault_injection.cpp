@@ -25,6 +25,33 @@ struct Ring {
   }
 };
 
+// A Ring whose context's compute jobs write a user fence, and a bystander context on it.
+struct UserFencedRing : Ring {
+  GpuBuffer page;
+  uint32_t bystander = 0;
+  drm_amdgpu_cs_chunk_fence uf{};
+  std::vector<drm_amdgpu_cs_chunk> chunks;
+  UserFencedRing() {
+    REQUIRE(page.create(fd.get(), 4096, 0xc000000) == 0);
+    REQUIRE(ctx_create(fd.get(), &bystander) == 0);
+    uf.handle = page.handle;
+    chunks = {{AMDGPU_CHUNK_ID_FENCE, sizeof(uf) / 4, reinterpret_cast<uintptr_t>(&uf)}};
+  }
+  uint64_t user_fence() const { return *reinterpret_cast<volatile uint64_t *>(page.u8()); }
+  const uint32_t *data() const { return buf.u32() + 8192 / 4; }
+  // A compute job of context `c` writing slot + 1 into data()[slot].
+  int write(uint32_t c, uint32_t slot, uint64_t *seq) {
+    std::vector<uint32_t> ib;
+    pm4::write_data(ib, buf.va + 8192 + 4 * slot, {slot + 1});
+    const std::vector<drm_amdgpu_cs_chunk> none;
+    return submit(fd.get(), c, AMDGPU_HW_IP_COMPUTE, 0, place_ib(buf, 256 * (slot + 1), ib),
+                  ib.size() * 4, seq, c == ctx ? chunks : none);
+  }
+  int wait(uint32_t c, uint64_t seq, uint64_t ms = 5000) {
+    return wait_cs(fd.get(), c, AMDGPU_HW_IP_COMPUTE, 0, seq, abs_timeout_ms(ms));
+  }
+};
+
 }  // namespace
 
 TEST_CASE("RVGL_EMU_FAIL fails the Nth call of a named ioctl with the errno given",
@@ -101,44 +128,27 @@ TEST_CASE("RVGL_EMU_SOFT_RECOVER_JOB: the timeout's soft recovery kills a job, t
           "[fault-injection][acceptance]") {
   Knob lockup("RVGL_EMU_LOCKUP_TIMEOUT_MS", "100", "2000");
   Knob soft("RVGL_EMU_SOFT_RECOVER_JOB", "2", "0");
-  Ring r;
-  GpuBuffer page;
-  REQUIRE(page.create(r.fd.get(), 4096, 0xc000000) == 0);
-  uint32_t bystander = 0;
-  REQUIRE(ctx_create(r.fd.get(), &bystander) == 0);
+  UserFencedRing r;
   const auto before = counters();
-  drm_amdgpu_cs_chunk_fence uf{page.handle, 0};
-  const std::vector<drm_amdgpu_cs_chunk> chunks{
-      {AMDGPU_CHUNK_ID_FENCE, sizeof(uf) / 4, reinterpret_cast<uintptr_t>(&uf)}};
-  auto *user_fence = reinterpret_cast<volatile uint64_t *>(page.u8());
-  uint64_t seq[3] = {};
-  for (uint32_t i = 0; i < 3; ++i) {
-    std::vector<uint32_t> ib;
-    pm4::write_data(ib, r.buf.va + 8192 + 4 * i, {i + 1});
-    REQUIRE(submit(r.fd.get(), r.ctx, AMDGPU_HW_IP_COMPUTE, 0, place_ib(r.buf, 256 * (i + 1), ib),
-                   ib.size() * 4, &seq[i], chunks) == 0);
-  }
-  CHECK(wait_cs(r.fd.get(), r.ctx, AMDGPU_HW_IP_COMPUTE, 0, seq[0], abs_timeout_ms(5000)) == 0);
-  CHECK(wait_cs(r.fd.get(), r.ctx, AMDGPU_HW_IP_COMPUTE, 0, seq[1], abs_timeout_ms(20)) == 1);
-  CHECK(wait_cs(r.fd.get(), r.ctx, AMDGPU_HW_IP_COMPUTE, 0, seq[1], abs_timeout_ms(5000)) ==
-        -ENODATA);
-  CHECK(wait_cs(r.fd.get(), r.ctx, AMDGPU_HW_IP_COMPUTE, 0, seq[2], abs_timeout_ms(5000)) == 0);
+  uint64_t seq[4] = {};
+  for (uint32_t i = 0; i < 3; ++i)
+    REQUIRE(r.write(r.ctx, i, &seq[i]) == 0);
+  CHECK(r.wait(r.ctx, seq[0]) == 0);
+  CHECK(r.wait(r.ctx, seq[1], 20) == 1);
+  CHECK(r.wait(r.ctx, seq[1]) == -ENODATA);
+  CHECK(r.wait(r.ctx, seq[2]) == 0);
   // The killed job wrote nothing of its own, and its end-of-job user fence like any other.
-  const uint32_t *data = r.buf.u32() + 8192 / 4;
+  const uint32_t *data = r.data();
   CHECK(data[0] == 1);
   CHECK(data[1] == 0);
   CHECK(data[2] == 3);
-  CHECK(*user_fence == seq[2]);
+  CHECK(r.user_fence() == seq[2]);
   // The reset counter moved (every context sees RESET), nobody is guilty, the context goes on.
   CHECK(ctx_state2(r.fd.get(), r.ctx) == AMDGPU_CTX_QUERY2_FLAGS_RESET);
-  CHECK(ctx_state2(r.fd.get(), bystander) == AMDGPU_CTX_QUERY2_FLAGS_RESET);
+  CHECK(ctx_state2(r.fd.get(), r.bystander) == AMDGPU_CTX_QUERY2_FLAGS_RESET);
   CHECK(counters().jobs_failed == before.jobs_failed + 1);
-  std::vector<uint32_t> ib;
-  pm4::write_data(ib, r.buf.va + 8192 + 12, {4});
-  uint64_t later = 0;
-  REQUIRE(submit(r.fd.get(), r.ctx, AMDGPU_HW_IP_COMPUTE, 0, place_ib(r.buf, 1024, ib),
-                 ib.size() * 4, &later) == 0);
-  CHECK(wait_cs(r.fd.get(), r.ctx, AMDGPU_HW_IP_COMPUTE, 0, later, abs_timeout_ms(5000)) == 0);
+  REQUIRE(r.write(r.ctx, 3, &seq[3]) == 0);
+  CHECK(r.wait(r.ctx, seq[3]) == 0);
   CHECK(data[3] == 4);
 
   SECTION("an SDMA ring has no soft recovery: the GPU is reset and the context blamed") {
@@ -156,63 +166,44 @@ TEST_CASE("RVGL_EMU_RING_RESET_JOB: a hang soft recovery cannot end resets only 
           "[fault-injection][acceptance]") {
   Knob lockup("RVGL_EMU_LOCKUP_TIMEOUT_MS", "100", "2000");
   Knob ring_reset("RVGL_EMU_RING_RESET_JOB", "2", "0");
-  Ring r;
-  GpuBuffer page;
-  REQUIRE(page.create(r.fd.get(), 4096, 0xc000000) == 0);
-  uint32_t bystander = 0;
-  REQUIRE(ctx_create(r.fd.get(), &bystander) == 0);
+  UserFencedRing r;
   const auto before = counters();
-  drm_amdgpu_cs_chunk_fence uf{page.handle, 0};
-  const std::vector<drm_amdgpu_cs_chunk> chunks{
-      {AMDGPU_CHUNK_ID_FENCE, sizeof(uf) / 4, reinterpret_cast<uintptr_t>(&uf)}};
-  auto *user_fence = reinterpret_cast<volatile uint64_t *>(page.u8());
-  const uint32_t *data = r.buf.u32() + 8192 / 4;
-  // A compute job writing slot + 1 into data[slot]; the tested context's jobs write the user fence.
-  const auto write = [&](uint32_t ctx, uint32_t slot, uint64_t *seq) {
-    std::vector<uint32_t> ib;
-    pm4::write_data(ib, r.buf.va + 8192 + 4 * slot, {slot + 1});
-    const std::vector<drm_amdgpu_cs_chunk> none;
-    return submit(r.fd.get(), ctx, AMDGPU_HW_IP_COMPUTE, 0, place_ib(r.buf, 256 * (slot + 1), ib),
-                  ib.size() * 4, seq, ctx == r.ctx ? chunks : none);
-  };
-  const auto wait = [&](uint32_t ctx, uint64_t seq, uint64_t ms = 5000) {
-    return wait_cs(r.fd.get(), ctx, AMDGPU_HW_IP_COMPUTE, 0, seq, abs_timeout_ms(ms));
-  };
+  const uint32_t *data = r.data();
   uint64_t seq[4] = {}, other = 0;
 
   SECTION("the job behind it on the ring is its context's: cancelled; later work runs") {
     for (uint32_t i = 0; i < 4; ++i)
-      REQUIRE(write(r.ctx, i, &seq[i]) == 0);
-    REQUIRE(write(bystander, 4, &other) == 0);
-    CHECK(wait(r.ctx, seq[0]) == 0);
-    CHECK(wait(r.ctx, seq[1], 20) == 1);  // stuck until the lockup timeout
-    CHECK(wait(r.ctx, seq[1]) == -ETIME);
-    CHECK(wait(r.ctx, seq[2]) == -ECANCELED);
-    CHECK(wait(r.ctx, seq[3]) == 0);
-    CHECK(wait(bystander, other) == 0);
+      REQUIRE(r.write(r.ctx, i, &seq[i]) == 0);
+    REQUIRE(r.write(r.bystander, 4, &other) == 0);
+    CHECK(r.wait(r.ctx, seq[0]) == 0);
+    CHECK(r.wait(r.ctx, seq[1], 20) == 1);  // stuck until the lockup timeout
+    CHECK(r.wait(r.ctx, seq[1]) == -ETIME);
+    CHECK(r.wait(r.ctx, seq[2]) == -ECANCELED);
+    CHECK(r.wait(r.ctx, seq[3]) == 0);
+    CHECK(r.wait(r.bystander, other) == 0);
     CHECK(data[0] == 1);
     CHECK(data[1] == 0);
     CHECK(data[2] == 0);
     CHECK(data[3] == 4);
     CHECK(data[4] == 5);
-    CHECK(*user_fence == seq[3]);
+    CHECK(r.user_fence() == seq[3]);
     CHECK(counters().jobs_failed == before.jobs_failed + 2);
   }
   SECTION("the job behind it is another context's: re-emitted, it runs") {
-    REQUIRE(write(r.ctx, 0, &seq[0]) == 0);
-    REQUIRE(write(r.ctx, 1, &seq[1]) == 0);
-    REQUIRE(write(bystander, 4, &other) == 0);
-    CHECK(wait(r.ctx, seq[1]) == -ETIME);
-    CHECK(wait(bystander, other) == 0);
-    CHECK(*user_fence == seq[0]);  // the hung job's commands never ran again
+    REQUIRE(r.write(r.ctx, 0, &seq[0]) == 0);
+    REQUIRE(r.write(r.ctx, 1, &seq[1]) == 0);
+    REQUIRE(r.write(r.bystander, 4, &other) == 0);
+    CHECK(r.wait(r.ctx, seq[1]) == -ETIME);
+    CHECK(r.wait(r.bystander, other) == 0);
+    CHECK(r.user_fence() == seq[0]);  // the hung job's commands never ran again
     CHECK(data[1] == 0);
     CHECK(data[4] == 5);
     CHECK(counters().jobs_failed == before.jobs_failed + 1);
     // Nothing is guilty: the context keeps submitting.
-    REQUIRE(write(r.ctx, 2, &seq[2]) == 0);
-    CHECK(wait(r.ctx, seq[2]) == 0);
+    REQUIRE(r.write(r.ctx, 2, &seq[2]) == 0);
+    CHECK(r.wait(r.ctx, seq[2]) == 0);
     CHECK(data[2] == 3);
-    CHECK(*user_fence == seq[2]);
+    CHECK(r.user_fence() == seq[2]);
   }
   SECTION("an SDMA queue is reset the same way") {
     uint64_t s1 = 0, s2 = 0, s3 = 0;
@@ -230,7 +221,7 @@ TEST_CASE("RVGL_EMU_RING_RESET_JOB: a hang soft recovery cannot end resets only 
   }
   // The reset counter moved (every context sees RESET); it was no GPU reset and nobody is guilty.
   CHECK(ctx_state2(r.fd.get(), r.ctx) == AMDGPU_CTX_QUERY2_FLAGS_RESET);
-  CHECK(ctx_state2(r.fd.get(), bystander) == AMDGPU_CTX_QUERY2_FLAGS_RESET);
+  CHECK(ctx_state2(r.fd.get(), r.bystander) == AMDGPU_CTX_QUERY2_FLAGS_RESET);
   CHECK(counters().gpu_resets == before.gpu_resets);
 }
 
