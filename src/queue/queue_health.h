@@ -16,11 +16,13 @@
 // unless its job ran to its end and the kernel signalled it), at most once per interval
 // per context (1 ms, longer when many queues of the process are busy: health_pacer.h; the rest is
 // deferred to a deadline, never dropped), soon after the VMM's thread
-// saw the kernel refuse a submission, and after another context's check heard of a device reset
-// first (reset_notices.h: an idle context has no completion to be checked after). User queues have
-// no completion the host sees (the guest rings its own doorbell), so while a context has any they
-// are looked at every kUserPollNs. The fault cache is read on every check, which is how a VM fault
-// that did not fail its job (the kernel's default, amdgpu.vm_fault_stop=0) is found.
+// saw the kernel refuse a submission, after another context's check heard of a device reset
+// first (reset_notices.h: an idle context has no completion to be checked after), and, with only
+// the probe asked, while a hang's reset is expected but not yet counted (reset_expect_at_). User
+// queues have no completion the host sees (the guest rings its own doorbell), so while a context
+// has any they are looked at every kUserPollNs. The fault cache is read on every check of queues,
+// which is how a VM fault that did not fail its job (the kernel's default, amdgpu.vm_fault_stop=0)
+// is found.
 #pragma once
 
 #include <atomic>
