@@ -144,13 +144,12 @@ void QueueHealth::reset_elsewhere() {
     }
     if (!marked) return;  // nothing to look at: no check, and the notice is not kept
     reset_told_ = true;
+    // Files the next allowed check's deadline, or says one is allowed now.
     const int64_t now = monotonic_ns();
-    int64_t at = now;
-    if (last_check_ns_)
-      at = std::max(now, last_check_ns_ + HealthPacer::process().interval_ns(now));
-    if (due_ns_ && due_ns_ <= at) return;  // already due by then, and filed with the engine
-    due_ns_ = at;
-    publish_deadline_locked();
+    if (check_due_locked(now, true)) {
+      due_ns_ = now;
+      publish_deadline_locked();
+    }
   }
   rearm_();  // the engine may be asleep without this deadline
 }
@@ -212,18 +211,6 @@ void QueueHealth::post(uint32_t type, uint32_t queue, uint64_t p0, uint64_t p1) 
   events_.post(type, queue, p0, p1);
 }
 
-bool QueueHealth::take_probe_answer(ResetProbe::Answer a, std::vector<Seen> &seen) {
-  std::lock_guard lk(mu_);
-  ++probe_asks_;
-  if (a != ResetProbe::Answer::kNoReset) {
-    probe_last_reset_ = probe_asks_;  // unknown: a reset
-    verify_after_reset_locked(seen, a == ResetProbe::Answer::kReset);
-  }
-  const bool news = a == ResetProbe::Answer::kReset && !reset_told_;
-  reset_told_ = false;
-  return news;
-}
-
 ResetProbe::Answer QueueHealth::read_ctx_states(std::vector<Seen> &seen, bool none_failed,
                                                 bool probe_anyway, bool *news) {
   *news = false;
@@ -235,10 +222,16 @@ ResetProbe::Answer QueueHealth::read_ctx_states(std::vector<Seen> &seen, bool no
   // every queue of `seen` to its own context anyway: a reset that came with the failure is news
   // for the context's other queues and for other contexts.
   const ResetProbe::Answer a = probe_.ask();
-  *news = take_probe_answer(a, seen);
   uint64_t last_reset = 0;
   {
     std::lock_guard lk(mu_);
+    ++probe_asks_;
+    if (a != ResetProbe::Answer::kNoReset) {
+      probe_last_reset_ = probe_asks_;  // unknown: a reset
+      verify_after_reset_locked(seen, a == ResetProbe::Answer::kReset);
+    }
+    *news = a == ResetProbe::Answer::kReset && !reset_told_;
+    reset_told_ = false;
     last_reset = probe_last_reset_;
   }
   verify_jobs(seen);
@@ -344,19 +337,10 @@ void QueueHealth::check(int64_t now) {
     waiting_signal_ = false;  // postpone() sets it again if the kernel still has not signalled
     publish_deadline_locked();
   }
-  if (seen.empty() && users.empty()) {
-    // Only the probe, for a reset a hang's recovery has yet to count: nothing else is read (the
-    // fault cache is read only with the queues whose work it may concern).
-    if (!follow_up) return;
-    const ResetProbe::Answer a = probe_.ask();
-    const bool news = take_probe_answer(a, seen);
-    {
-      std::lock_guard lk(mu_);
-      expect_reset_locked(now, a, false, true);
-    }
-    if (news) ResetNotices::process().tell_others(this);
-    return;
-  }
+  // With nothing marked, a look for a reset a hang's recovery has yet to count asks the probe
+  // alone: the fault cache is read only with the queues whose work it may concern.
+  const bool queues_looked_at = !seen.empty() || !users.empty();
+  if (!queues_looked_at && !follow_up) return;
 
   // One observation, in the kernel's order of events: a failed job's fence carries its error
   // after its context was marked, so the errors are read first and the context states after
@@ -401,8 +385,8 @@ void QueueHealth::check(int64_t now) {
   bool reset_news = false;
   const ResetProbe::Answer answer = read_ctx_states(seen, none_failed, follow_up, &reset_news);
   rvgl_drm_amdgpu_info_gpuvm_fault fault{};
-  const bool new_fault =
-      dev_->query_gpuvm_fault(&fault) == 0 && fault.status && !same_fault(fault, last_fault_);
+  const bool new_fault = queues_looked_at && dev_->query_gpuvm_fault(&fault) == 0 && fault.status &&
+                         !same_fault(fault, last_fault_);
   if (new_fault) last_fault_ = fault;
 
   // The fault belongs to the queue whose job failed with it; without a failed job (the access was
@@ -484,7 +468,7 @@ void QueueHealth::check(int64_t now) {
     if (s.ctx_read) it->second.ctx_stale_from = probe_asks_ + 1;
     s.q->publish(st);  // after its records: a guest that sees it lost finds them in the ring
   }
-  events_.notify();
+  if (queues_looked_at) events_.notify();
   {
     std::lock_guard lk(mu_);
     expect_reset_locked(now, answer, hang, follow_up);

@@ -166,9 +166,6 @@ class QueueHealth final : public CompletionEngine::Watch, public ResetListener {
   // Engine thread.
   ResetProbe::Answer read_ctx_states(std::vector<Seen> &seen, bool none_failed, bool probe_anyway,
                                      bool *news);
-  // Books the probe's answer `a` (mu_ taken): a reset has `seen`'s jobs verified and the other
-  // live queues marked; returns whether it is news to tell other contexts.
-  bool take_probe_answer(ResetProbe::Answer a, std::vector<Seen> &seen);
   // After a check that asked the probe (`answer`): a hang it classified without the reset that
   // ended it has the probe asked again later; a reset ends that. `follow_up`: this check was
   // such a later look. mu_ held.
