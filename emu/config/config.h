@@ -50,6 +50,9 @@ struct Config {
   // The Nth job of every context hangs so that soft recovery cannot end it; the timeout handler
   // resets that one queue (per-queue reset, Linux 6.12+) and the rest of the device goes on.
   uint64_t ring_reset_job = 0;
+  // From a soft recovery's or ring reset's signal of the hung job's fence to the handler counting
+  // the reset (the device's reset counter moves).
+  uint64_t recovery_count_delay_us = 0;
   uint64_t reset_job = 0;  // the Nth job of every context is lost to an innocent GPU reset
   bool reset_vram_lost = false;
   uint64_t fault_va = 0, fault_len = 0;

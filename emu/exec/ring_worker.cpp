@@ -165,6 +165,13 @@ void RingWorker::run(Job &job) {
     if (const uint64_t us = k.irq_latency_us.load())
       std::this_thread::sleep_for(std::chrono::microseconds(us));
   };
+  // The timeout handler counts a recovery that worked once the hung job's fence signalled, on
+  // its own worker, which a loaded host may preempt in between (RVGL_EMU_RECOVERY_COUNT_DELAY_US).
+  const auto count_recovery = [&] {
+    if (const uint64_t us = k.recovery_count_delay_us.load())
+      std::this_thread::sleep_for(std::chrono::microseconds(us));
+    resets_.gpu_resets.fetch_add(1);
+  };
   const uint64_t soft = k.soft_recover_job.load();
   const bool waves_hang = soft && job.ordinal == soft;
   if (waves_hang && ip_ != AMDGPU_HW_IP_DMA) {
@@ -176,7 +183,7 @@ void RingWorker::run(Job &job) {
     stall_until_lockup();
     end_of_job(true);
     finish(job, -ENODATA);
-    resets_.gpu_resets.fetch_add(1);
+    count_recovery();
     return;
   }
   const uint64_t ring_reset = k.ring_reset_job.load();
@@ -192,7 +199,7 @@ void RingWorker::run(Job &job) {
     std::unique_ptr<Job> behind = take_next_on_ring(ctx);
     finish(job, -ETIME);
     if (behind) finish(*behind, -ECANCELED);
-    resets_.gpu_resets.fetch_add(1);
+    count_recovery();
     return;
   }
   // SDMA rings have no soft_recovery hook: a hang there resets the GPU.

@@ -151,6 +151,21 @@ TEST_CASE("RVGL_EMU_SOFT_RECOVER_JOB: the timeout's soft recovery kills a job, t
   CHECK(r.wait(r.ctx, seq[3]) == 0);
   CHECK(data[3] == 4);
 
+  SECTION("RVGL_EMU_RECOVERY_COUNT_DELAY_US: the reset is counted that long after the signal") {
+    Knob late("RVGL_EMU_RECOVERY_COUNT_DELAY_US", "300000", "0");
+    uint32_t fresh = 0;
+    REQUIRE(ctx_create(r.fd.get(), &fresh) == 0);
+    uint64_t s1 = 0, s2 = 0;
+    REQUIRE(r.write(fresh, 5, &s1) == 0);
+    REQUIRE(r.write(fresh, 6, &s2) == 0);  // killed
+    CHECK(r.wait(fresh, s2) == -ENODATA);
+    const uint64_t signalled = now_ns();
+    CHECK(ctx_state2(r.fd.get(), fresh) == 0);  // not counted yet
+    while (ctx_state2(r.fd.get(), fresh) == 0 && now_ns() - signalled < 5'000'000'000ull)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    CHECK(now_ns() - signalled >= 250'000'000ull);
+    CHECK(ctx_state2(r.fd.get(), fresh) == AMDGPU_CTX_QUERY2_FLAGS_RESET);
+  }
   SECTION("an SDMA ring has no soft recovery: the GPU is reset and the context blamed") {
     uint64_t s1 = 0, s2 = 0;
     uint32_t fresh = 0;
