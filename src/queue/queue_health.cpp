@@ -161,7 +161,7 @@ void QueueHealth::on_deadline_moved(std::function<void()> moved) {
 
 void QueueHealth::publish_deadline_locked() {
   int64_t d = due_ns_;
-  for (const int64_t other : {next_user_poll_ns_, reset_expect_at_})
+  for (const int64_t other : {next_user_poll_ns_, reset_expect_at_, quiet_look_at_})
     if (other && (!d || other < d)) d = other;
   if (deadline_.exchange(d, std::memory_order_acq_rel) != d && moved_) moved_();
 }
@@ -186,7 +186,7 @@ void QueueHealth::tick(int64_t now) {
 
 bool QueueHealth::check_due_locked(int64_t now, bool dirty) {
   // A completion just marked its queue; a tick looks for any mark, or an expected reset's look.
-  if (reset_expect_at_ && now >= reset_expect_at_) dirty = true;
+  if (look_due_locked(now)) dirty = true;
   for (auto it = queues_.begin(); !dirty && it != queues_.end(); ++it)
     dirty = it->second.dirty;
   for (auto it = users_.begin(); !dirty && it != users_.end(); ++it)
@@ -248,12 +248,20 @@ ResetProbe::Answer QueueHealth::read_ctx_states(std::vector<Seen> &seen, bool no
   return a;
 }
 
+bool QueueHealth::look_due_locked(int64_t now) const {
+  return (reset_expect_at_ && now >= reset_expect_at_) || (quiet_look_at_ && now >= quiet_look_at_);
+}
+
 void QueueHealth::expect_reset_locked(int64_t now, ResetProbe::Answer answer, bool hang,
-                                      bool follow_up) {
+                                      bool follow_up, bool trusted) {
   // kUnknown (no probe): every check counts as a reset already, and there is nothing to ask.
   if (answer != ResetProbe::Answer::kNoReset) {
     reset_expect_at_ = 0;
-  } else if (hang) {
+    quiet_look_at_ = 0;
+    publish_deadline_locked();
+    return;
+  }
+  if (hang) {
     reset_expect_looks_ = 0;
     reset_expect_at_ = now + HealthPacer::process().interval_ns(now);
   } else if (follow_up) {
@@ -263,9 +271,14 @@ void QueueHealth::expect_reset_locked(int64_t now, ResetProbe::Answer answer, bo
       reset_expect_at_ = 0;
     else
       reset_expect_at_ = now + (HealthPacer::process().interval_ns(now) << reset_expect_looks_);
-  } else {
-    return;
   }
+  // A hang's follow-up looks go on longer than a quiet look would wait: they stand for it.
+  if (reset_expect_at_)
+    quiet_look_at_ = 0;
+  else if (trusted)
+    quiet_look_at_ = now + kQuietLookNs;
+  else if (quiet_look_at_ && now >= quiet_look_at_)
+    quiet_look_at_ = 0;  // this check was the quiet look
   publish_deadline_locked();
 }
 
@@ -311,7 +324,8 @@ void QueueHealth::check(int64_t now) {
     }
   } count{*this};
   std::lock_guard running(check_mu_);  // the whole check, published states included
-  bool follow_up = false;
+  bool follow_up = false;              // a hang's follow-up look is due
+  bool look = false;  // that, or a quiet look: the probe is asked whatever is marked
   std::vector<Seen> seen;
   std::vector<std::pair<uint32_t, std::shared_ptr<UserQueue>>> users;
   {
@@ -332,15 +346,16 @@ void QueueHealth::check(int64_t now) {
       users.emplace_back(h, t.queue);
     }
     follow_up = reset_expect_at_ && now >= reset_expect_at_;
+    look = look_due_locked(now);
     last_check_ns_ = now;
     due_ns_ = 0;
     waiting_signal_ = false;  // postpone() sets it again if the kernel still has not signalled
     publish_deadline_locked();
   }
-  // With nothing marked, a look for a reset a hang's recovery has yet to count asks the probe
-  // alone: the fault cache is read only with the queues whose work it may concern.
+  // With nothing marked, a look for a reset a recovery has yet to count asks the probe alone:
+  // the fault cache is read only with the queues whose work it may concern.
   const bool queues_looked_at = !seen.empty() || !users.empty();
-  if (!queues_looked_at && !follow_up) return;
+  if (!queues_looked_at && !look) return;
 
   // One observation, in the kernel's order of events: a failed job's fence carries its error
   // after its context was marked, so the errors are read first and the context states after
@@ -383,7 +398,7 @@ void QueueHealth::check(int64_t now) {
     }
   }
   bool reset_news = false;
-  const ResetProbe::Answer answer = read_ctx_states(seen, none_failed, follow_up, &reset_news);
+  const ResetProbe::Answer answer = read_ctx_states(seen, none_failed, look, &reset_news);
   rvgl_drm_amdgpu_info_gpuvm_fault fault{};
   const bool new_fault = queues_looked_at && dev_->query_gpuvm_fault(&fault) == 0 && fault.status &&
                          !same_fault(fault, last_fault_);
@@ -469,9 +484,12 @@ void QueueHealth::check(int64_t now) {
     s.q->publish(st);  // after its records: a guest that sees it lost finds them in the ring
   }
   if (queues_looked_at) events_.notify();
+  // Whatever this check did not ask the kernel about was vouched for by its probe.
+  const bool trusted =
+      std::any_of(seen.begin(), seen.end(), [](const Seen &s) { return !s.before.lost; });
   {
     std::lock_guard lk(mu_);
-    expect_reset_locked(now, answer, hang, follow_up);
+    expect_reset_locked(now, answer, hang, follow_up, trusted);
   }
   if (reset_news) ResetNotices::process().tell_others(this);
 }

@@ -18,7 +18,9 @@
 // deferred to a deadline, never dropped), soon after the VMM's thread
 // saw the kernel refuse a submission, after another context's check heard of a device reset
 // first (reset_notices.h: an idle context has no completion to be checked after), and, with only
-// the probe asked, while a hang's reset is expected but not yet counted (reset_expect_at_). User
+// the probe asked unless something is marked, while a hang's reset is expected but not yet
+// counted (reset_expect_at_) and once, kQuietLookNs after the last check that trusted its
+// completions (quiet_look_at_: a soft recovery is counted after the killed job signalled). User
 // queues have no completion the host sees (the guest rings its own doorbell), so while a context
 // has any they are looked at every kUserPollNs. The fault cache is read on every check of queues,
 // which is how a VM fault that did not fail its job (the kernel's default, amdgpu.vm_fault_stop=0)
@@ -60,6 +62,12 @@ class QueueHealth final : public CompletionEngine::Watch, public ResetListener {
   // interval while it has not. After the probe reports a reset, each job a queue had submitted
   // by then costs a WAIT_CS once it is done (the newest 32 at most); without a probe, every job.
   static constexpr int64_t kUserPollNs = 2'000'000;
+  // How long after a check that trusted its queues' completions the probe is asked again when
+  // nothing else brings a check (quiet_look_at_). The kernel's timeout handler counts a soft
+  // recovery on the worker that waits for the killed job's fence, µs after it signalled; the
+  // rest is margin for a preempted worker, and a context whose work completes more often than
+  // this never pays the look.
+  static constexpr int64_t kQuietLookNs = 50'000'000;
 
   // rearm: called, outside this class's locks, after a deadline moved earlier, so the engine
   // takes it into its sleep (CompletionEngine::deadline_earlier).
@@ -169,7 +177,10 @@ class QueueHealth final : public CompletionEngine::Watch, public ResetListener {
   // After a check that asked the probe (`answer`): a hang it classified without the reset that
   // ended it has the probe asked again later; a reset ends that. `follow_up`: this check was
   // such a later look. mu_ held.
-  void expect_reset_locked(int64_t now_ns, ResetProbe::Answer answer, bool hang, bool follow_up);
+  // `trusted`: the check saw live queues' work complete and found no reset, so a quiet look is
+  // filed unless a hang's follow-up looks are (quiet_look_at_).
+  void expect_reset_locked(int64_t now_ns, ResetProbe::Answer answer, bool hang, bool follow_up,
+                           bool trusted);
   // The probe reported a reset: every queue's jobs submitted so far are to be asked of the
   // kernel, and the live queues outside `seen` are marked for a check (`mark`: not when the probe
   // cannot tell, which would mark them on every check). mu_ held.
@@ -182,6 +193,8 @@ class QueueHealth final : public CompletionEngine::Watch, public ResetListener {
   // the deadline. `dirty`: the caller has just marked a queue. mu_ held; the caller checks after
   // releasing it.
   bool check_due_locked(int64_t now_ns, bool dirty);
+  // A hang's follow-up look or a quiet look is due. mu_ held.
+  bool look_due_locked(int64_t now_ns) const;
   // Whether the kernel signalled every point `seen` is about to classify; asks the timeline of
   // each queue whose point is known only from its user fence. Engine thread.
   bool all_signalled(std::vector<Seen> &seen);
@@ -237,6 +250,12 @@ class QueueHealth final : public CompletionEngine::Watch, public ResetListener {
   static constexpr uint32_t kResetExpectLooks = 10;
   int64_t reset_expect_at_ = 0;
   uint32_t reset_expect_looks_ = 0;
+  // A check that found no failure and no reset trusted the jobs it saw complete, and the reset a
+  // soft recovery of one of them counts after its fence signalled may not have been counted
+  // yet. Another check kQuietLookNs after it (the probe alone when nothing else is marked) hears
+  // of that reset; a later check refiles it, so work that keeps completing pays nothing. Under
+  // mu_. 0: none.
+  int64_t quiet_look_at_ = 0;
 };
 
 }  // namespace rvgl

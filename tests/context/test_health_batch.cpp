@@ -89,6 +89,23 @@ uint64_t ioctls_of(QueueHealth &h, F &&f) {
   return n;
 }
 
+// A queue whose one job ran to its end, added to r's health owner as `handle` and checked at
+// `t`: 2 ioctls (the probe, the fault cache).
+std::shared_ptr<KernelQueue> checked_queue(Rig &r, uint32_t handle, int64_t t) {
+  auto q = r.queue_with_jobs(r.nop_ib);
+  r.health.add(handle, q);
+  CHECK(ioctls_of(r.health, [&] { complete(r.health, handle, 1, t); }) == 2);
+  return q;
+}
+
+// The device's reset counter moves now: a new kernel context of r's device loses its 2nd job to
+// an innocent GPU reset.
+void reset_now(Rig &r) {
+  test::ScopedKnob reset("RVGL_EMU_RESET_JOB", "2", "0");
+  REQUIRE(reset.ok());
+  r.queue_with_jobs(r.nop_ib, 2);
+}
+
 // Queue 1's completion is checked at once, before the others have run their jobs; theirs, marked
 // within the interval, wait for it, and tick() runs them as one check on this thread. Returns
 // that check's ioctls.
@@ -149,13 +166,9 @@ TEST_CASE("after a GPU reset each queue's context is asked once, by whichever ch
   // wrote its user fence).
   CHECK(ioctls_of(health, [&] { complete(health, 1, 1, t); }) == 2);
 
-  {
-    // Another context's second job is taken by a reset (innocent, no VRAM lost): the device's
-    // reset counter moves, and a and b, created before it, see RESET in their contexts.
-    test::ScopedKnob reset("RVGL_EMU_RESET_JOB", "2", "0");
-    REQUIRE(reset.ok());
-    r.queue_with_jobs(r.nop_ib, 2);
-  }
+  // Another context's second job is taken by a reset (innocent, no VRAM lost): the device's
+  // reset counter moves, and a and b, created before it, see RESET in their contexts.
+  reset_now(r);
 
   // The first check after it sees only a: the probe reports the reset, so a's context is asked,
   // and a's job is asked of the kernel whatever its user fence says (a job the timeout's soft
@@ -187,18 +200,12 @@ TEST_CASE("a reset one context's check hears of first is looked at by the others
           "[health]") {
   // Two contexts' health owners; quiet's queue does no more work after its first job.
   Rig quiet, busy;
-  auto idle = quiet.queue_with_jobs(quiet.nop_ib);
   auto q = busy.queue_with_jobs(busy.nop_ib);
-  quiet.health.add(1, idle);
   busy.health.add(1, q);
   int64_t t = monotonic_ns();
-  CHECK(ioctls_of(quiet.health, [&] { complete(quiet.health, 1, 1, t); }) == 2);
-  CHECK(quiet.health.deadline_ns() == 0);
-  {
-    test::ScopedKnob reset("RVGL_EMU_RESET_JOB", "2", "0");
-    REQUIRE(reset.ok());
-    busy.queue_with_jobs(busy.nop_ib, 2);
-  }
+  auto idle = checked_queue(quiet, 1, t);
+  CHECK(quiet.health.deadline_ns() == t + QueueHealth::kQuietLookNs);
+  reset_now(busy);
   // busy's probe reports the reset (its context asked, its job asked) and busy tells quiet,
   // which has nothing of its own to be checked after: its idle queue is due now.
   t += 1'000'000'000;
@@ -224,10 +231,8 @@ TEST_CASE("a hang classified before its recovery counted the reset has the probe
   std::vector<uint32_t> dispatch{0xc0021500u, 1, 1, 1};  // DISPATCH_DIRECT: needs shaders
   std::memcpy(r.ibs.ptr<uint8_t>() + 2048, dispatch.data(), dispatch.size() * 4);
   const rvgl_ib hang_ib{kIbVa + 2048, static_cast<uint32_t>(dispatch.size() * 4), 0};
-  auto idle = r.queue_with_jobs(r.nop_ib);
-  health.add(1, idle);
   int64_t t = monotonic_ns();
-  CHECK(ioctls_of(health, [&] { complete(health, 1, 1, t); }) == 2);
+  auto idle = checked_queue(r, 1, t);
   auto hung = r.queue_with_jobs(hang_ib);
   health.add(2, hung);
   t += 1'000'000'000;
@@ -237,18 +242,14 @@ TEST_CASE("a hang classified before its recovery counted the reset has the probe
   CHECK(health.deadline_ns() == t + interval);
 
   SECTION("the reset comes: the probe alone finds it, then the idle queue hears of it") {
-    {
-      test::ScopedKnob reset("RVGL_EMU_RESET_JOB", "2", "0");
-      REQUIRE(reset.ok());
-      r.queue_with_jobs(r.nop_ib, 2);
-    }
+    reset_now(r);
     t += interval;
     CHECK(ioctls_of(health, [&] { health.tick(t); }) == 1);
     // The idle queue is marked: its check asks its context and its job (after a reset).
     t += interval;
     CHECK(ioctls_of(health, [&] { health.tick(t); }) == 4);
     CHECK(idle->status().flags == RVGL_QUEUE_FLAG_INNOCENT);
-    CHECK(health.deadline_ns() == 0);
+    CHECK(health.deadline_ns() == t + QueueHealth::kQuietLookNs);  // its probe saw no new reset
     CHECK(r.events.dropped_unattached() == 3);  // the hang, its guilty reset, the innocent one
   }
   SECTION("no reset comes: the probe is asked 10 times, 1, 2, 4 ... intervals apart") {
@@ -264,6 +265,48 @@ TEST_CASE("a hang classified before its recovery counted the reset has the probe
   }
 }
 
+TEST_CASE("a check that trusted its completions has the probe asked once more, when all is quiet",
+          "[health]") {
+  // The mainline kernel counts a soft recovery only after the killed job's fence signalled, and
+  // that job wrote its user fence: a check between the two trusts the job and its probe sees no
+  // reset. If nothing completes after it, the quiet look is the only later check. Here a nop
+  // job plays the trusted one and another context's reset comes when the test says.
+  Rig r;
+  QueueHealth &health = r.health;
+  int64_t t = monotonic_ns();
+  auto q = checked_queue(r, 1, t);
+  CHECK(health.deadline_ns() == t + QueueHealth::kQuietLookNs);
+  const int64_t interval = HealthPacer::process().interval_ns(t);
+
+  SECTION("nothing comes: the probe alone, once") {
+    t = health.deadline_ns();
+    CHECK(ioctls_of(health, [&] { health.tick(t); }) == 1);
+    CHECK(health.deadline_ns() == 0);
+    CHECK(q->status().flags == 0);
+    CHECK(r.events.dropped_unattached() == 0);
+  }
+  SECTION("work that goes on completing files it again, later") {
+    uint64_t seq = 0;
+    REQUIRE(q->submit({&r.nop_ib, 1}, {}, 0, &seq) == 0);
+    test::wait_signalled(*q, seq);
+    t += QueueHealth::kQuietLookNs / 2;
+    CHECK(ioctls_of(health, [&] { complete(health, 1, seq, t); }) == 2);
+    CHECK(health.deadline_ns() == t + QueueHealth::kQuietLookNs);
+  }
+  SECTION("the reset comes after the check: the quiet look finds it, then the queue hears of it") {
+    reset_now(r);
+    t = health.deadline_ns();
+    CHECK(ioctls_of(health, [&] { health.tick(t); }) == 1);
+    // The queue is marked, due one interval after that look: its check asks its context and
+    // its job (after a reset).
+    CHECK(health.deadline_ns() == t + interval);
+    t += interval;
+    CHECK(ioctls_of(health, [&] { health.tick(t); }) == 4);
+    CHECK(q->status().flags == RVGL_QUEUE_FLAG_INNOCENT);
+    CHECK(r.events.dropped_unattached() == 1);
+  }
+}
+
 TEST_CASE("a reached point whose job's fence is not recorded yet leaves the context to be asked",
           "[health]") {
   // The engine can see a point reached while the VMM's thread is still returning from the CS
@@ -274,10 +317,8 @@ TEST_CASE("a reached point whose job's fence is not recorded yet leaves the cont
   // fence, and needs neither.
   Rig r;
   QueueHealth &health = r.health;
-  auto q = r.queue_with_jobs(r.nop_ib);
-  health.add(1, q);
   int64_t t = monotonic_ns();
-  CHECK(ioctls_of(health, [&] { complete(health, 1, 1, t); }) == 2);
+  auto q = checked_queue(r, 1, t);
   t += 1'000'000'000;
   CHECK(ioctls_of(health, [&] { complete(health, 1, 2, t); }) == 4);
   CHECK_FALSE(q->status().lost);
