@@ -425,6 +425,14 @@ void QueueHealth::check(int64_t now) {
   bool hang = false;  // classified now: its recovery may count the reset only later
   for (Seen &s : seen) {
     if (s.before.lost) continue;
+    // Marked guilty with no failed job seen: the kernel's timeout handler marks the context
+    // before the reset and signals the hung job (-ETIME) and those behind it only after it. A
+    // queue with work not yet signalled is classified by the check that signal brings, from the
+    // job's error; now it would be a guilty reset without its hang (a check another context's
+    // reset notice or quiet look brought in between did that).
+    if ((s.ctx_flags & AMDGPU_CTX_QUERY2_FLAGS_GUILTY) && !s.job_error &&
+        s.q->last_submitted() > s.reached)
+      continue;
     KernelQueue::Status st = s.before;
     uint32_t flags = 0;
     bool lost = s.job_error != 0;
