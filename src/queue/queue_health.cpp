@@ -347,7 +347,9 @@ void QueueHealth::check(int64_t now) {
     }
     follow_up = reset_expect_at_ && now >= reset_expect_at_;
     look = look_due_locked(now);
-    last_check_ns_ = now;
+    // The interval paces looks at queues; a look that asks the probe alone keeps its own
+    // schedule and leaves the next completion's check due as it was.
+    if (!seen.empty() || !users.empty()) last_check_ns_ = now;
     due_ns_ = 0;
     waiting_signal_ = false;  // postpone() sets it again if the kernel still has not signalled
     publish_deadline_locked();

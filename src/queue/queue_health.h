@@ -20,7 +20,8 @@
 // first (reset_notices.h: an idle context has no completion to be checked after), and, with only
 // the probe asked unless something is marked, while a hang's reset is expected but not yet
 // counted (reset_expect_at_) and once, kQuietLookNs after the last check that trusted its
-// completions (quiet_look_at_: a soft recovery is counted after the killed job signalled). User
+// completions (quiet_look_at_: a soft recovery is counted after the killed job signalled); such a
+// look keeps its own schedule and does not count for the interval. User
 // queues have no completion the host sees (the guest rings its own doorbell), so while a context
 // has any they are looked at every kUserPollNs. The fault cache is read on every check of queues,
 // which is how a VM fault that did not fail its job (the kernel's default, amdgpu.vm_fault_stop=0)
