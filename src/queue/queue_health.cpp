@@ -325,7 +325,8 @@ void QueueHealth::check(int64_t now) {
   } count{*this};
   std::lock_guard running(check_mu_);  // the whole check, published states included
   bool follow_up = false;              // a hang's follow-up look is due
-  bool look = false;  // that, or a quiet look: the probe is asked whatever is marked
+  bool look = false;              // that, or a quiet look: the probe is asked whatever is marked
+  bool queues_looked_at = false;  // something was marked: a check of queues, not the probe alone
   std::vector<Seen> seen;
   std::vector<std::pair<uint32_t, std::shared_ptr<UserQueue>>> users;
   {
@@ -347,16 +348,16 @@ void QueueHealth::check(int64_t now) {
     }
     follow_up = reset_expect_at_ && now >= reset_expect_at_;
     look = look_due_locked(now);
+    queues_looked_at = !seen.empty() || !users.empty();
     // The interval paces looks at queues; a look that asks the probe alone keeps its own
     // schedule and leaves the next completion's check due as it was.
-    if (!seen.empty() || !users.empty()) last_check_ns_ = now;
+    if (queues_looked_at) last_check_ns_ = now;
     due_ns_ = 0;
     waiting_signal_ = false;  // postpone() sets it again if the kernel still has not signalled
     publish_deadline_locked();
   }
   // With nothing marked, a look for a reset a recovery has yet to count asks the probe alone:
   // the fault cache is read only with the queues whose work it may concern.
-  const bool queues_looked_at = !seen.empty() || !users.empty();
   if (!queues_looked_at && !look) return;
 
   // One observation, in the kernel's order of events: a failed job's fence carries its error
@@ -494,7 +495,8 @@ void QueueHealth::check(int64_t now) {
     s.q->publish(st);  // after its records: a guest that sees it lost finds them in the ring
   }
   if (queues_looked_at) events_.notify();
-  // Whatever this check did not ask the kernel about was vouched for by its probe.
+  // Whatever this check did not ask the kernel about (a job that wrote its user fence, the jobs
+  // before the one whose error it read) was vouched for by its probe.
   const bool trusted =
       std::any_of(seen.begin(), seen.end(), [](const Seen &s) { return !s.before.lost; });
   {

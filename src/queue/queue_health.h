@@ -178,8 +178,8 @@ class QueueHealth final : public CompletionEngine::Watch, public ResetListener {
   // After a check that asked the probe (`answer`): a hang it classified without the reset that
   // ended it has the probe asked again later; a reset ends that. `follow_up`: this check was
   // such a later look. mu_ held.
-  // `trusted`: the check saw live queues' work complete and found no reset, so a quiet look is
-  // filed unless a hang's follow-up looks are (quiet_look_at_).
+  // `trusted`: the check looked at live queues; with no reset reported a quiet look is filed
+  // unless a hang's follow-up looks are (quiet_look_at_).
   void expect_reset_locked(int64_t now_ns, ResetProbe::Answer answer, bool hang, bool follow_up,
                            bool trusted);
   // The probe reported a reset: every queue's jobs submitted so far are to be asked of the
@@ -251,11 +251,11 @@ class QueueHealth final : public CompletionEngine::Watch, public ResetListener {
   static constexpr uint32_t kResetExpectLooks = 10;
   int64_t reset_expect_at_ = 0;
   uint32_t reset_expect_looks_ = 0;
-  // A check that found no failure and no reset trusted the jobs it saw complete, and the reset a
-  // soft recovery of one of them counts after its fence signalled may not have been counted
-  // yet. Another check kQuietLookNs after it (the probe alone when nothing else is marked) hears
-  // of that reset; a later check refiles it, so work that keeps completing pays nothing. Under
-  // mu_. 0: none.
+  // A check that looked at live queues and whose probe reported no reset trusted the jobs it did
+  // not ask the kernel about, and the reset a soft recovery of one of them counts after its
+  // fence signalled may not have been counted yet. Another check kQuietLookNs after it (the probe
+  // alone when nothing else is marked) hears of that reset; a later check refiles it, so work that
+  // keeps completing pays nothing. Under mu_. 0: none.
   int64_t quiet_look_at_ = 0;
 };
 
