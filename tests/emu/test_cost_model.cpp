@@ -9,6 +9,7 @@
 #include <xf86drm.h>
 
 #include <catch2/catch.hpp>
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <future>
@@ -17,6 +18,7 @@
 #include "core/emulator.h"
 
 #include "emu_test_support.h"
+#include "unmapped_memory.h"
 
 using namespace rvgl::emu_test;
 
@@ -64,10 +66,8 @@ TEST_CASE("ioctl arguments: stack, heap and another thread's stack work; unmappe
   CHECK(accel_working(fd.get(), heap_req.get(), heap_answer.get()) == 0);
   CHECK(*heap_answer == 1);
 
-  // A page that was mapped and is not any more.
-  void *gone = mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  REQUIRE(gone != MAP_FAILED);
-  REQUIRE(munmap(gone, 4096) == 0);
+  // An address nothing is mapped at.
+  void *gone = never_mapped();
   CHECK(accel_working(fd.get(), stack_req, static_cast<uint32_t *>(gone)) == -EFAULT);
   CHECK(xioctl(fd.get(), DRM_IOCTL_AMDGPU_INFO, gone) == -EFAULT);
   // A read-only page: copy-in works, the answer cannot be written.
@@ -116,20 +116,21 @@ TEST_CASE("ioctl arguments: stack, heap and another thread's stack work; unmappe
     CHECK(straddling_request == 0);  // mapped memory above: the kernel copies it
   }
 
-  const size_t kStack = 4 << 20;  // sanitizer runtimes want more than 256 KiB
-  auto *region = static_cast<uint8_t *>(
-      mmap(nullptr, kStack + 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
-  REQUIRE(region != MAP_FAILED);
-  REQUIRE(munmap(region + kStack, 4096) == 0);
-  REQUIRE(pthread_attr_init(&attr) == 0);
-  REQUIRE(pthread_attr_setstack(&attr, region, kStack) == 0);
-  int edge_rc = 1;
-  pthread_t t;
-  REQUIRE(pthread_create(&t, &attr, stack_edge_thread, &edge_rc) == 0);
-  pthread_join(t, nullptr);
-  pthread_attr_destroy(&attr);
-  munmap(region, kStack);
-  CHECK(edge_rc == -EFAULT);
+  // A thread whose stack ends at an unmapped page.
+  constexpr size_t kStackPages = 1024;  // 4 MiB: sanitizer runtimes want more than 256 KiB
+  const auto edge_rc = with_hole(kStackPages + 1, kStackPages, [](uint8_t *region) {
+    pthread_attr_t edge;
+    int rc = 1;
+    pthread_t t;
+    if (pthread_attr_init(&edge) != 0) return 1;
+    if (pthread_attr_setstack(&edge, region, kStackPages * 4096) == 0 &&
+        pthread_create(&t, &edge, stack_edge_thread, &rc) == 0)
+      pthread_join(t, nullptr);
+    pthread_attr_destroy(&edge);
+    return rc;
+  });
+  REQUIRE(edge_rc.has_value());
+  CHECK(*edge_rc == -EFAULT);
 }
 
 TEST_CASE("many threads waiting on their own syncobjs each wake for theirs", "[cost][syncobj]") {
@@ -245,13 +246,20 @@ TEST_CASE("userptr VALIDATE walks every VMA of the range", "[cost][userptr]") {
   // Writable pages only: the odd ones, one at a time.
   REQUIRE(gem_userptr(fd.get(), mem + 4096, 4096, rw, &h) == 0);
   gem_close(fd.get(), h);
-  // A hole in the middle.
-  REQUIRE(munmap(mem + 32 * 4096, 4096) == 0);
-  CHECK(gem_userptr(fd.get(), mem, kPages * 4096, ro, &h) == -EFAULT);
-  CHECK(gem_userptr(fd.get(), mem + 32 * 4096, 4096, ro, &h) == -EFAULT);
-  REQUIRE(gem_userptr(fd.get(), mem + 33 * 4096, 31 * 4096, ro, &h) == 0);
-  gem_close(fd.get(), h);
   munmap(mem, kPages * 4096);
+  // A hole in the middle.
+  const auto rcs = with_hole(kPages, 32, [&](uint8_t *region) {
+    std::array<int, 3> r{};
+    r[0] = gem_userptr(fd.get(), region, kPages * 4096, ro, &h);
+    r[1] = gem_userptr(fd.get(), region + 32 * 4096, 4096, ro, &h);
+    r[2] = gem_userptr(fd.get(), region + 33 * 4096, 31 * 4096, ro, &h);
+    if (r[2] == 0) gem_close(fd.get(), h);
+    return r;
+  });
+  REQUIRE(rcs.has_value());
+  CHECK((*rcs)[0] == -EFAULT);
+  CHECK((*rcs)[1] == -EFAULT);
+  CHECK((*rcs)[2] == 0);
 }
 
 // The kernel looks a context up under the file's ctx_mgr lock and reads its fence ring under

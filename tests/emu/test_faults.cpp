@@ -2,8 +2,10 @@
 // fails its job, marks the context guilty and is reported through the VM fault query; a write into
 // a read-only userptr faults.
 #include <catch2/catch.hpp>
+#include <array>
 
 #include "emu_test_support.h"
+#include "unmapped_memory.h"
 
 using namespace rvgl::emu_test;
 
@@ -160,14 +162,16 @@ TEST_CASE("permissions of a mapping and of a read-only userptr are enforced",
     gem_close(fd.get(), h);
     munmap(file_pages, 8192);
     close(tmp);
-    void *hole =
-        mmap(nullptr, 3 * 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    REQUIRE(hole != MAP_FAILED);
-    munmap(static_cast<char *>(hole) + 4096, 4096);
-    CHECK(gem_userptr(fd.get(), hole, 3 * 4096, flags, &h) == -EFAULT);
-    CHECK(gem_userptr(fd.get(), static_cast<char *>(hole) + 1, 4096, flags, &h) == -EINVAL);
-    CHECK(gem_userptr(fd.get(), hole, 4096, AMDGPU_GEM_USERPTR_VALIDATE, &h) == -EACCES);
-    munmap(hole, 3 * 4096);
+    const auto rcs = with_hole(3, 1, [&](uint8_t *region) {
+      return std::array<int, 3>{
+          gem_userptr(fd.get(), region, 3 * 4096, flags, &h),
+          gem_userptr(fd.get(), region + 1, 4096, flags, &h),
+          gem_userptr(fd.get(), region, 4096, AMDGPU_GEM_USERPTR_VALIDATE, &h)};
+    });
+    REQUIRE(rcs.has_value());
+    CHECK((*rcs)[0] == -EFAULT);
+    CHECK((*rcs)[1] == -EINVAL);
+    CHECK((*rcs)[2] == -EACCES);
   }
   free(mem);
 }

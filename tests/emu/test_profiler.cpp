@@ -7,6 +7,7 @@
 #include <chrono>
 
 #include "emu_test_support.h"
+#include "unmapped_memory.h"
 
 using namespace rvgl::emu_test;
 
@@ -221,9 +222,7 @@ TEST_CASE("SET_DEST_BUF drains the sample stream into per-XCC slices", "[profile
     a.data.spm.buf_size = kSize;
     a.data.spm.reserved[3] = 1;
     CHECK(profiler(f, a) == -EINVAL);
-    void *gone = mmap(nullptr, kSize, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    munmap(gone, kSize);
-    CHECK(set_dest(f, gone, kSize, 0).rc == -EFAULT);
+    CHECK(set_dest(f, never_mapped(), kSize, 0).rc == -EFAULT);
     CHECK(spm_op(f, 77) == -EINVAL);
   }
   CHECK(spm_op(f, RVGL_AMDGPU_SPM_OP_RELEASE) == 0);
