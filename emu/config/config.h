@@ -53,6 +53,9 @@ struct Config {
   // From a soft recovery's or ring reset's signal of the hung job's fence to the handler counting
   // the reset (the device's reset counter moves).
   uint64_t recovery_count_delay_us = 0;
+  // How long a full GPU reset takes: from the timeout handler marking the hung context guilty and
+  // moving the reset counter to the hung job's fence signalling; no ring starts a job meanwhile.
+  uint64_t full_reset_us = 0;
   uint64_t reset_job = 0;  // the Nth job of every context is lost to an innocent GPU reset
   bool reset_vram_lost = false;
   uint64_t fault_va = 0, fault_len = 0;

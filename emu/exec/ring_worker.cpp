@@ -137,9 +137,23 @@ void RingWorker::finish(Job &job, int error) {
   job.fence->signal(error);
 }
 
+void RingWorker::stall_until(Deadline d) {
+  std::unique_lock lk(FenceDomain::mutex());
+  FenceDomain::wait_until(
+      lk, d, [&] { return stop_.load(); }, [&](Waiter &w) { w.subscribe_locked(wake_, nullptr); });
+}
+
+void RingWorker::wait_out_full_reset() {
+  const int64_t over_ns = resets_.full_reset_over_ns.load(std::memory_order_relaxed);
+  if (over_ns == 0) return;  // no reset ever took time: no clock read per job
+  const Deadline over{std::chrono::nanoseconds(over_ns)};
+  if (over > SteadyClock::now()) stall_until(over);
+}
+
 void RingWorker::run(Job &job) {
   RuntimeKnobs &k = knobs();
   Context &ctx = *job.ctx;
+  wait_out_full_reset();
   // drm_sched_entity_pop_job: work of a guilty context is cancelled, not run; so is work of a
   // context that predates a VRAM loss (amdgpu_job_run).
   if (ctx.guilty.load() || ctx.vram_lost_counter_at_create() != resets_.vram_lost.load()) {
@@ -150,12 +164,7 @@ void RingWorker::run(Job &job) {
     std::this_thread::sleep_for(std::chrono::microseconds(us));
 
   const Deadline lockup = deadline_after_ms(k.lockup_timeout_ms.load());
-  const auto stall_until_lockup = [&] {
-    std::unique_lock lk(FenceDomain::mutex());
-    FenceDomain::wait_until(
-        lk, lockup, [&] { return stop_.load(); },
-        [&](Waiter &w) { w.subscribe_locked(wake_, nullptr); });
-  };
+  const auto stall_until_lockup = [&] { stall_until(lockup); };
   // amdgpu_ib_schedule(): the CP writes the user fence after the job's IBs (when the ring got past
   // them), then raises the end-of-pipe interrupt. Whoever reads that page may see the job done
   // before the interrupt handler has run.
@@ -205,11 +214,24 @@ void RingWorker::run(Job &job) {
   // SDMA rings have no soft_recovery hook: a hang there resets the GPU.
   if ((k.hang_job.load() && job.ordinal == k.hang_job.load()) || waves_hang) {
     // The engine stops making progress; the job timeout handler resets the GPU and blames it.
+    // amdgpu_device_gpu_recover(): the context is marked guilty (drm_sched_increase_karma()) and
+    // the reset counted before the ASIC reset; the hung job's fence signals once it is over,
+    // which takes RVGL_EMU_FULL_RESET_US (no ring starts a job meanwhile).
     stall_until_lockup();
     ctx.guilty = true;
     ctx.reset_seen = true;
+    const uint64_t reset_us = k.full_reset_us.load();
+    const Deadline over = SteadyClock::now() + std::chrono::microseconds(reset_us);
+    const int64_t over_ns =
+        std::chrono::duration_cast<std::chrono::nanoseconds>(over.time_since_epoch()).count();
+    // Two rings' hangs at once: the later end stands.
+    int64_t prev = resets_.full_reset_over_ns.load();
+    while (reset_us && prev < over_ns &&
+           !resets_.full_reset_over_ns.compare_exchange_weak(prev, over_ns)) {
+    }
     resets_.gpu_resets.fetch_add(1);
     counters().gpu_resets.fetch_add(1, std::memory_order_relaxed);
+    stall_until(over);
     finish(job, -ETIME);
     return;
   }

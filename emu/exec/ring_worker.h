@@ -11,6 +11,7 @@
 #include "config/device_profile.h"
 #include "exec/job.h"
 #include "exec/worker_thread.h"
+#include "util/clock.h"
 
 namespace rvgl::emu {
 
@@ -18,6 +19,8 @@ namespace rvgl::emu {
 struct ResetCounters {
   std::atomic<uint32_t> gpu_resets{0};
   std::atomic<uint32_t> vram_lost{0};
+  // While a full reset runs (RVGL_EMU_FULL_RESET_US), when it is over: steady-clock ns.
+  std::atomic<int64_t> full_reset_over_ns{0};
 };
 
 class RingWorker {
@@ -40,6 +43,10 @@ class RingWorker {
   Job *find_ready_locked();
   void subscribe_blockers_locked(Waiter &w);
   void run(Job &job);
+  // Sleeps until d, or until stop.
+  void stall_until(Deadline d);
+  // Waits while a full reset runs: amdgpu_device_gpu_recover() stops every ring's scheduler.
+  void wait_out_full_reset();
   void finish(Job &job, int error);
   void cancel_queued();
   std::unique_ptr<Job> take_next_on_ring(const Context &ctx);

@@ -124,6 +124,39 @@ TEST_CASE("RVGL_EMU_HANG_JOB hangs a context's Nth job until the lockup timeout"
   CHECK(counters().gpu_resets == before.gpu_resets + 1);
 }
 
+TEST_CASE("RVGL_EMU_FULL_RESET_US: guilty and counted that long before the hung job signals",
+          "[fault-injection]") {
+  Knob lockup("RVGL_EMU_LOCKUP_TIMEOUT_MS", "50", "2000");
+  Knob hang("RVGL_EMU_HANG_JOB", "2", "0");
+  Knob reset("RVGL_EMU_FULL_RESET_US", "300000", "0");
+  UserFencedRing r;
+  uint64_t seq[2] = {}, other = 0;
+  REQUIRE(r.write(r.ctx, 0, &seq[0]) == 0);
+  REQUIRE(r.write(r.ctx, 1, &seq[1]) == 0);  // hangs: the GPU is reset
+  CHECK(r.wait(r.ctx, seq[0]) == 0);
+  const uint64_t start = now_ns();
+  constexpr uint64_t kGuiltyReset = AMDGPU_CTX_QUERY2_FLAGS_GUILTY | AMDGPU_CTX_QUERY2_FLAGS_RESET;
+  while (ctx_state2(r.fd.get(), r.ctx) != kGuiltyReset && now_ns() - start < 5'000'000'000ull)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  const uint64_t marked = now_ns();
+  REQUIRE(ctx_state2(r.fd.get(), r.ctx) == kGuiltyReset);
+  // The reset is under way: the hung job has not signalled, and another context's work on
+  // another ring does not start until it is over.
+  CHECK(r.wait(r.ctx, seq[1], 0) == 1);
+  CHECK(ctx_state2(r.fd.get(), r.bystander) == AMDGPU_CTX_QUERY2_FLAGS_RESET);
+  REQUIRE(r.fence_job(r.bystander, 7, &other) == 0);
+  CHECK(wait_cs(r.fd.get(), r.bystander, AMDGPU_HW_IP_DMA, 0, other, abs_timeout_ms(5000)) == 0);
+  // 300 ms from the marking; the 1 ms polls above saw it at most a little late.
+  CHECK(now_ns() - marked >= 200'000'000ull);
+  CHECK(r.wait(r.ctx, seq[1]) == -ETIME);
+  CHECK(now_ns() - marked >= 200'000'000ull);
+  CHECK(r.buf.u32()[1024] == 7);
+  CHECK(r.data()[1] == 0);
+  // A guilty context submits no more (amdgpu_cs_parser_init()).
+  uint64_t later = 0;
+  CHECK(r.write(r.ctx, 2, &later) == -ECANCELED);
+}
+
 TEST_CASE("RVGL_EMU_SOFT_RECOVER_JOB: the timeout's soft recovery kills a job, the ring goes on",
           "[fault-injection][acceptance]") {
   Knob lockup("RVGL_EMU_LOCKUP_TIMEOUT_MS", "100", "2000");
