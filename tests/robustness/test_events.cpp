@@ -445,6 +445,64 @@ TEST_CASE("a hang followed by more work is one hang, named by its first failed j
   }
 }
 
+TEST_CASE("a context seen guilty while its GPU reset runs is one hang at its job's signal",
+          "[robust][events]") {
+  // amdgpu_device_gpu_recover(): the hung job's context reads GUILTY, and the reset counter has
+  // moved, for the whole ASIC reset before the job's fence signals (300 ms here). The quiet look
+  // another queue's completion left comes inside that window, hears of the reset and looks at the
+  // hung queue: it must leave it to the check the signal brings, which names the job. Published
+  // then, the guilty reset would come without its hang.
+  ScopedKnob lockup("RVGL_EMU_LOCKUP_TIMEOUT_MS", "5", "10000");
+  ScopedKnob reset("RVGL_EMU_FULL_RESET_US", "300000", "0");
+  REQUIRE(reset.ok());
+  for (const bool async : {true, false}) {
+    for (uint32_t run = 0; run < 10; ++run) {
+      INFO((async ? "async" : "poll mode") << ", run " << run);
+      ScopedKnob hang("RVGL_EMU_HANG_JOB", "2", "0");  // every kernel context's 2nd job
+      REQUIRE(hang.ok());
+      Guest g(14000 + 100 * async + run, async);
+      int32_t r;
+      const uint32_t other = g.h.queue_create(RVGL_IP_COMPUTE, 3, &r);
+      REQUIRE(r == 0);
+      REQUIRE(g.write(g.va, 1) == 0);
+      REQUIRE(g.write(g.va + 12, 4, other) == 0);
+      REQUIRE(g.h.fence(3, 1) == 0);
+      REQUIRE(g.h.wait_fence(3, 1));
+      REQUIRE(g.write(g.va + 4, 2) == 0);  // hangs 5 ms later; signals 300 ms after that
+      REQUIRE(g.h.fence(1, 1) == 0);
+      REQUIRE(g.h.wait_fence(1, 1));
+      std::vector<rvgl_event> ev;
+      REQUIRE(until([&] {
+        auto more = read_events(g.h);
+        ev.insert(ev.end(), more.begin(), more.end());
+        const EventCounts c = count(ev);
+        return c.hang == 1 && c.reset_guilty == 1 && c.reset_other == 2;
+      }));
+      const auto settled = g.h.queue_state(g.sdma);  // published after its record
+      REQUIRE(settled.flags == RVGL_QUEUE_FLAG_INNOCENT);
+      auto more = read_events(g.h);
+      ev.insert(ev.end(), more.begin(), more.end());
+      const EventCounts c = count(ev);
+      REQUIRE(c.hang == 1);
+      REQUIRE(c.reset_guilty == 1);
+      REQUIRE(c.reset_other == 2);
+      REQUIRE(c.vm_fault + c.other == 0);
+      for (const auto &e : ev) {
+        if (e.type == RVGL_EVENT_QUEUE_RESET && (e.payload[0] & RVGL_EVENT_RESET_INNOCENT)) {
+          REQUIRE((e.queue == other || e.queue == g.sdma));
+          continue;
+        }
+        REQUIRE(e.queue == g.compute);
+        if (e.type == RVGL_EVENT_QUEUE_HANG) REQUIRE(e.payload[0] == 2);
+      }
+      const auto st = g.h.queue_state(g.compute);
+      REQUIRE(st.state == RVGL_QUEUE_STATE_LOST);
+      REQUIRE(st.flags == (RVGL_QUEUE_FLAG_GUILTY | RVGL_QUEUE_FLAG_HANG));
+      REQUIRE(st.error == -ETIME);
+    }
+  }
+}
+
 TEST_CASE("a GPU reset another context's hang caused reaches an idle context, 20 times each mode",
           "[robust][events]") {
   // An idle context has no completion to be checked after: the check that first hears of the
