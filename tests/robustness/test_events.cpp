@@ -1,9 +1,11 @@
 // Issue 7: faults, hangs and resets reach the guest as events; other queues and contexts go on.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <functional>
+#include <initializer_list>
 #include <optional>
 #include <thread>
 
@@ -370,6 +372,40 @@ void one_hang_of_its_queue(const char *knob, uint32_t ctx_base, int error,
   }
 }
 
+// The compute queue's 2nd job hung and the GPU reset blamed its context: exactly one QUEUE_HANG
+// naming job 2 and one guilty QUEUE_RESET of that queue, one innocent QUEUE_RESET for each of
+// `innocent`, nothing else; the queue is lost, GUILTY|HANG, -ETIME.
+void one_guilty_hang(Guest &g, std::initializer_list<uint32_t> innocent) {
+  std::vector<rvgl_event> ev;
+  REQUIRE(until([&] {
+    auto more = read_events(g.h);
+    ev.insert(ev.end(), more.begin(), more.end());
+    const EventCounts c = count(ev);
+    return c.hang == 1 && c.reset_guilty == 1 && c.reset_other == innocent.size();
+  }));
+  for (const uint32_t q : innocent)  // published after its record
+    REQUIRE(g.h.queue_state(q).flags == RVGL_QUEUE_FLAG_INNOCENT);
+  auto more = read_events(g.h);
+  ev.insert(ev.end(), more.begin(), more.end());
+  const EventCounts c = count(ev);
+  REQUIRE(c.hang == 1);
+  REQUIRE(c.reset_guilty == 1);
+  REQUIRE(c.reset_other == innocent.size());
+  REQUIRE(c.vm_fault + c.other == 0);
+  for (const auto &e : ev) {
+    if (e.type == RVGL_EVENT_QUEUE_RESET && (e.payload[0] & RVGL_EVENT_RESET_INNOCENT)) {
+      REQUIRE(std::find(innocent.begin(), innocent.end(), e.queue) != innocent.end());
+      continue;
+    }
+    REQUIRE(e.queue == g.compute);
+    if (e.type == RVGL_EVENT_QUEUE_HANG) REQUIRE(e.payload[0] == 2);
+  }
+  const auto st = g.h.queue_state(g.compute);
+  REQUIRE(st.state == RVGL_QUEUE_STATE_LOST);
+  REQUIRE(st.flags == (RVGL_QUEUE_FLAG_GUILTY | RVGL_QUEUE_FLAG_HANG));
+  REQUIRE(st.error == -ETIME);
+}
+
 }  // namespace
 
 TEST_CASE("a job the timeout's soft recovery killed is one hang of its queue, 20 times each mode",
@@ -415,33 +451,7 @@ TEST_CASE("a hang followed by more work is one hang, named by its first failed j
     REQUIRE(g.write(g.va + 8, 3) == 0);   // cancelled
     REQUIRE(g.write(g.va + 12, 4) == 0);  // cancelled
     // The GPU reset also reaches the context's idle SDMA queue (innocent).
-    std::vector<rvgl_event> ev;
-    REQUIRE(until([&] {
-      auto more = read_events(g.h);
-      ev.insert(ev.end(), more.begin(), more.end());
-      const EventCounts c = count(ev);
-      return c.hang == 1 && c.reset_guilty == 1 && c.reset_other == 1;
-    }));
-    const auto idle = g.h.queue_state(g.sdma);  // published after its record
-    REQUIRE(idle.flags == RVGL_QUEUE_FLAG_INNOCENT);
-    auto more = read_events(g.h);
-    ev.insert(ev.end(), more.begin(), more.end());
-    const EventCounts c = count(ev);
-    REQUIRE(c.hang == 1);
-    REQUIRE(c.reset_guilty == 1);
-    REQUIRE(c.reset_other == 1);
-    REQUIRE(c.vm_fault + c.other == 0);
-    for (const auto &e : ev) {
-      if (e.type == RVGL_EVENT_QUEUE_RESET && (e.payload[0] & RVGL_EVENT_RESET_INNOCENT)) {
-        REQUIRE(e.queue == g.sdma);
-        continue;
-      }
-      REQUIRE(e.queue == g.compute);
-      if (e.type == RVGL_EVENT_QUEUE_HANG) REQUIRE(e.payload[0] == 2);
-    }
-    const auto st = g.h.queue_state(g.compute);
-    REQUIRE(st.flags == (RVGL_QUEUE_FLAG_GUILTY | RVGL_QUEUE_FLAG_HANG));
-    REQUIRE(st.error == -ETIME);
+    one_guilty_hang(g, {g.sdma});
   }
 }
 
@@ -471,34 +481,7 @@ TEST_CASE("a context seen guilty while its GPU reset runs is one hang at its job
       REQUIRE(g.write(g.va + 4, 2) == 0);  // hangs 5 ms later; signals 300 ms after that
       REQUIRE(g.h.fence(1, 1) == 0);
       REQUIRE(g.h.wait_fence(1, 1));
-      std::vector<rvgl_event> ev;
-      REQUIRE(until([&] {
-        auto more = read_events(g.h);
-        ev.insert(ev.end(), more.begin(), more.end());
-        const EventCounts c = count(ev);
-        return c.hang == 1 && c.reset_guilty == 1 && c.reset_other == 2;
-      }));
-      const auto settled = g.h.queue_state(g.sdma);  // published after its record
-      REQUIRE(settled.flags == RVGL_QUEUE_FLAG_INNOCENT);
-      auto more = read_events(g.h);
-      ev.insert(ev.end(), more.begin(), more.end());
-      const EventCounts c = count(ev);
-      REQUIRE(c.hang == 1);
-      REQUIRE(c.reset_guilty == 1);
-      REQUIRE(c.reset_other == 2);
-      REQUIRE(c.vm_fault + c.other == 0);
-      for (const auto &e : ev) {
-        if (e.type == RVGL_EVENT_QUEUE_RESET && (e.payload[0] & RVGL_EVENT_RESET_INNOCENT)) {
-          REQUIRE((e.queue == other || e.queue == g.sdma));
-          continue;
-        }
-        REQUIRE(e.queue == g.compute);
-        if (e.type == RVGL_EVENT_QUEUE_HANG) REQUIRE(e.payload[0] == 2);
-      }
-      const auto st = g.h.queue_state(g.compute);
-      REQUIRE(st.state == RVGL_QUEUE_STATE_LOST);
-      REQUIRE(st.flags == (RVGL_QUEUE_FLAG_GUILTY | RVGL_QUEUE_FLAG_HANG));
-      REQUIRE(st.error == -ETIME);
+      one_guilty_hang(g, {other, g.sdma});
     }
   }
 }
