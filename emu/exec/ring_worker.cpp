@@ -143,6 +143,15 @@ void RingWorker::stall_until(Deadline d) {
       lk, d, [&] { return stop_.load(); }, [&](Waiter &w) { w.subscribe_locked(wake_, nullptr); });
 }
 
+void RingWorker::begin_full_reset(Deadline over) {
+  const int64_t over_ns =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(over.time_since_epoch()).count();
+  // Two rings' hangs at once: the later end stands.
+  int64_t prev = resets_.full_reset_over_ns.load();
+  while (prev < over_ns && !resets_.full_reset_over_ns.compare_exchange_weak(prev, over_ns)) {
+  }
+}
+
 void RingWorker::wait_out_full_reset() {
   const int64_t over_ns = resets_.full_reset_over_ns.load(std::memory_order_relaxed);
   if (over_ns == 0) return;  // no reset ever took time: no clock read per job
@@ -164,7 +173,6 @@ void RingWorker::run(Job &job) {
     std::this_thread::sleep_for(std::chrono::microseconds(us));
 
   const Deadline lockup = deadline_after_ms(k.lockup_timeout_ms.load());
-  const auto stall_until_lockup = [&] { stall_until(lockup); };
   // amdgpu_ib_schedule(): the CP writes the user fence after the job's IBs (when the ring got past
   // them), then raises the end-of-pipe interrupt. Whoever reads that page may see the job done
   // before the interrupt handler has run.
@@ -189,7 +197,7 @@ void RingWorker::run(Job &job) {
     // writes the user fence and raises the end-of-pipe interrupt as for any job. The device's
     // reset counter moves once the fence signalled (mainline counts only a recovery that
     // worked); nothing is marked guilty and other contexts' work is not touched.
-    stall_until_lockup();
+    stall_until(lockup);
     end_of_job(true);
     finish(job, -ENODATA);
     count_recovery();
@@ -204,7 +212,7 @@ void RingWorker::run(Job &job) {
     // up and re-emitted, so it runs. The job's commands are never re-emitted: its IBs have no
     // effect and its user fence is not written. The reset counter moves after the reset
     // succeeded; nothing is marked guilty (no karma), so the context's later jobs run.
-    stall_until_lockup();
+    stall_until(lockup);
     std::unique_ptr<Job> behind = take_next_on_ring(ctx);
     finish(job, -ETIME);
     if (behind) finish(*behind, -ECANCELED);
@@ -217,21 +225,15 @@ void RingWorker::run(Job &job) {
     // amdgpu_device_gpu_recover(): the context is marked guilty (drm_sched_increase_karma()) and
     // the reset counted before the ASIC reset; the hung job's fence signals once it is over,
     // which takes RVGL_EMU_FULL_RESET_US (no ring starts a job meanwhile).
-    stall_until_lockup();
+    stall_until(lockup);
     ctx.guilty = true;
     ctx.reset_seen = true;
     const uint64_t reset_us = k.full_reset_us.load();
     const Deadline over = SteadyClock::now() + std::chrono::microseconds(reset_us);
-    const int64_t over_ns =
-        std::chrono::duration_cast<std::chrono::nanoseconds>(over.time_since_epoch()).count();
-    // Two rings' hangs at once: the later end stands.
-    int64_t prev = resets_.full_reset_over_ns.load();
-    while (reset_us && prev < over_ns &&
-           !resets_.full_reset_over_ns.compare_exchange_weak(prev, over_ns)) {
-    }
+    if (reset_us) begin_full_reset(over);  // before the count: whoever sees it finds rings stopped
     resets_.gpu_resets.fetch_add(1);
     counters().gpu_resets.fetch_add(1, std::memory_order_relaxed);
-    stall_until(over);
+    if (reset_us) stall_until(over);
     finish(job, -ETIME);
     return;
   }

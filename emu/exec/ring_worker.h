@@ -45,7 +45,9 @@ class RingWorker {
   void run(Job &job);
   // Sleeps until d, or until stop.
   void stall_until(Deadline d);
-  // Waits while a full reset runs: amdgpu_device_gpu_recover() stops every ring's scheduler.
+  // A full reset runs until `over`: amdgpu_device_gpu_recover() stops every ring's scheduler,
+  // so no ring starts a job before then (wait_out_full_reset()).
+  void begin_full_reset(Deadline over);
   void wait_out_full_reset();
   void finish(Job &job, int error);
   void cancel_queued();
