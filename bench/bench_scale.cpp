@@ -66,7 +66,9 @@ class ScaleGuest {
 // completion engine's), and CPU time by thread (thread_cpu.h; empty without schedstat), so a
 // difference between the sides says which thread pays it.
 struct OpSamples {
-  std::vector<double> ns, ioctls, switches;
+  // registrations: SYNCOBJ_EVENTFD ioctls; signals: registrations that fired (the emulated GPU's
+  // eventfd_signal()): what a completion on an idle ring costs beyond its CS.
+  std::vector<double> ns, ioctls, switches, registrations, signals;
   CpuByThread by_thread;
 };
 
@@ -81,7 +83,9 @@ uint64_t all_context_switches() {
 double run_ops(VirglHost &host, std::vector<std::unique_ptr<ScaleGuest>> &guests,
                OpSamples *s = nullptr) {
   const ThreadCpu th0 = ThreadCpu::now();
-  const uint64_t i0 = emulator_ioctls(), cpu0 = process_cpu_ns(), cs0 = all_context_switches();
+  rvgl_emu_counters e0{}, e1{};
+  rvgl_emu_get_counters(&e0, sizeof e0);
+  const uint64_t i0 = e0.ioctls, cpu0 = process_cpu_ns(), cs0 = all_context_switches();
   const uint64_t t0 = now_ns();
   uint32_t done = 0;
   while (done < kOpsPerRep)
@@ -94,12 +98,20 @@ double run_ops(VirglHost &host, std::vector<std::unique_ptr<ScaleGuest>> &guests
   for (auto &g : guests)
     g->wait_all(host);
   const double ns = static_cast<double>(now_ns() - t0) / kOpsPerRep;
-  const uint64_t cpu1 = process_cpu_ns(), i1 = emulator_ioctls(), cs1 = all_context_switches();
+  const uint64_t cpu1 = process_cpu_ns(), cs1 = all_context_switches();
+  rvgl_emu_get_counters(&e1, sizeof e1);
+  const uint64_t i1 = e1.ioctls;
   const ThreadCpu th1 = ThreadCpu::now();
   if (!s) return ns;
   s->ns.push_back(ns);
   s->ioctls.push_back(static_cast<double>(i1 - i0) / kOpsPerRep);
   s->switches.push_back(static_cast<double>(cs1 - cs0) / kOpsPerRep);
+  s->registrations.push_back(
+      static_cast<double>(e1.syncobj_eventfds_registered - e0.syncobj_eventfds_registered) /
+      kOpsPerRep);
+  s->signals.push_back(
+      static_cast<double>(e1.syncobj_eventfds_signalled - e0.syncobj_eventfds_signalled) /
+      kOpsPerRep);
   s->by_thread.add(th0, th1, cpu1 - cpu0, kOpsPerRep);
   return ns;
 }
@@ -141,6 +153,10 @@ void BM_ScaleOps(benchmark::State &state) {
   state.counters["many_ioctls_per_op"] = median(b.ioctls);
   state.counters["one_ctx_switches_per_op"] = median(a.switches);
   state.counters["many_switches_per_op"] = median(b.switches);
+  state.counters["one_ctx_registrations_per_op"] = median(a.registrations);
+  state.counters["many_registrations_per_op"] = median(b.registrations);
+  state.counters["one_ctx_eventfd_signals_per_op"] = median(a.signals);
+  state.counters["many_eventfd_signals_per_op"] = median(b.signals);
   if (!a.by_thread.empty() && !b.by_thread.empty()) {
     a.by_thread.report(state, "one_ctx_", "op", true);
     b.by_thread.report(state, "many_", "op", true);

@@ -40,6 +40,8 @@ struct rvgl_emu_counters {
   uint64_t spm_bytes;         /* SPM sample bytes delivered to destination buffers */
   uint64_t dmabuf_exports;
   uint64_t dmabuf_imports;
+  uint64_t syncobj_eventfds_registered; /* SYNCOBJ_EVENTFD registrations accepted */
+  uint64_t syncobj_eventfds_signalled;  /* registrations that fired (eventfd_signal()) */
 };
 
 /* What one open file description of a node holds (the fd must be an emulated device fd). */

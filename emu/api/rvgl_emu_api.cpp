@@ -49,6 +49,8 @@ void snapshot(rvgl_emu_counters &c) {
   c.spm_bytes = k.spm_bytes.load();
   c.dmabuf_exports = k.dmabuf_exports.load();
   c.dmabuf_imports = k.dmabuf_imports.load();
+  c.syncobj_eventfds_registered = k.syncobj_eventfds_registered.load();
+  c.syncobj_eventfds_signalled = k.syncobj_eventfds_signalled.load();
 }
 
 std::string counters_text() {
@@ -77,6 +79,8 @@ std::string counters_text() {
       {"spm_bytes", c.spm_bytes},
       {"dmabuf_exports", c.dmabuf_exports},
       {"dmabuf_imports", c.dmabuf_imports},
+      {"syncobj_eventfds_registered", c.syncobj_eventfds_registered},
+      {"syncobj_eventfds_signalled", c.syncobj_eventfds_signalled},
   };
   std::string out = "pid " + std::to_string(getpid()) + "\n";
   for (const auto &[k, v] : rows)

@@ -29,6 +29,8 @@ struct Counters {
   std::atomic<uint64_t> spm_bytes{0};
   std::atomic<uint64_t> dmabuf_exports{0};
   std::atomic<uint64_t> dmabuf_imports{0};
+  std::atomic<uint64_t> syncobj_eventfds_registered{0};
+  std::atomic<uint64_t> syncobj_eventfds_signalled{0};
 };
 
 // The one set of counters of this process (never destroyed: worker threads may outlive exit()).

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <vector>
 
+#include "core/counters.h"
 #include "core/emulator.h"
 #include "interpose/real_libc.h"
 #include "ioctl/drm_uapi_ext.h"
@@ -369,6 +370,7 @@ int drm_ioctl_syncobj_eventfd(DeviceFile &f, void *data) {
   if (!own) return err;
   std::lock_guard flk(FenceDomain::mutex());
   s->add_eventfd_locked(std::move(own), a->point, a->flags & DRM_SYNCOBJ_WAIT_FLAGS_WAIT_AVAILABLE);
+  counters().syncobj_eventfds_registered.fetch_add(1, std::memory_order_relaxed);
   return 0;
 }
 

@@ -38,6 +38,7 @@ namespace {
 // eventfd_signal(): the counter goes up by one.
 void signal_eventfd(const UniqueFd &fd) {
   const uint64_t one = 1;
+  counters().syncobj_eventfds_signalled.fetch_add(1, std::memory_order_relaxed);
   if (fd) (void)!::write(fd.get(), &one, sizeof(one));
 }
 

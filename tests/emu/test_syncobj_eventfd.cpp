@@ -161,6 +161,7 @@ TEST_CASE("SYNCOBJ_EVENTFD on a signalled syncobj fires at once; the kernel keep
   Rig r;
   const int fd = r.fd.get();
   const uint32_t so = r.signalled_syncobj();
+  const rvgl_emu_counters before = counters();
   REQUIRE(register_eventfd(fd, so, 0, r.efd.get()) == 0);
   CHECK(take(r.efd.get()) == 1);
 
@@ -181,6 +182,11 @@ TEST_CASE("SYNCOBJ_EVENTFD on a signalled syncobj fires at once; the kernel keep
   REQUIRE(drmSyncobjDestroy(fd, gone) == 0);
   CHECK(take(r.efd.get()) == 0);
   drmSyncobjDestroy(fd, later);
+
+  // The benchmarks' counts (registrations per op, signals per op): three registered, two fired.
+  const rvgl_emu_counters after = counters();
+  CHECK(after.syncobj_eventfds_registered - before.syncobj_eventfds_registered == 3);
+  CHECK(after.syncobj_eventfds_signalled - before.syncobj_eventfds_signalled == 2);
 }
 
 TEST_CASE("SYNCOBJ_EVENTFD refuses what the kernel refuses", "[syncobj][eventfd][acceptance]") {
@@ -189,6 +195,7 @@ TEST_CASE("SYNCOBJ_EVENTFD refuses what the kernel refuses", "[syncobj][eventfd]
   uint32_t so = 0;
   REQUIRE(drmSyncobjCreate(fd, 0, &so) == 0);
   const int efd = r.efd.get();
+  const rvgl_emu_counters before = counters();
   CHECK(register_eventfd(fd, so, 0, efd, DRM_SYNCOBJ_WAIT_FLAGS_WAIT_ALL) == -EINVAL);
   CHECK(register_eventfd(fd, so, 0, efd, DRM_SYNCOBJ_WAIT_FLAGS_WAIT_FOR_SUBMIT) == -EINVAL);
   CHECK(register_eventfd(fd, so, 0, efd, 0, 1) == -EINVAL);  // pad
@@ -208,6 +215,7 @@ TEST_CASE("SYNCOBJ_EVENTFD refuses what the kernel refuses", "[syncobj][eventfd]
   CHECK(register_eventfd(fd, so + 100, 0, efd, 1u << 7) == -EINVAL);
   // The handle before the fd.
   CHECK(register_eventfd(fd, so + 100, 0, -1) == -ENOENT);
+  CHECK(counters().syncobj_eventfds_registered == before.syncobj_eventfds_registered);
   drmSyncobjDestroy(fd, so);
 }
 
