@@ -1,50 +1,59 @@
 #include "spm/spm_reaper.h"
 
+#include <system_error>
+#include <thread>
+
 namespace rvgl {
 
 SpmReaper &SpmReaper::instance() {
-  static SpmReaper r;
-  return r;
+  // Never destroyed: a detached thread still returns through it after drain() saw it finish.
+  // Reachable through this pointer, so not a leak.
+  static SpmReaper *r = new SpmReaper;
+  // At exit (or when the library is unloaded) the sessions still being finished are waited for,
+  // as joining them did: none is left running code of ours past its `then`.
+  static struct DrainAtExit {
+    ~DrainAtExit() { r->drain(); }
+  } drain_at_exit;
+  return *r;
 }
 
-SpmReaper::~SpmReaper() {
-  drain();
-}
-
-void SpmReaper::reap_finished_locked() {
-  for (auto it = jobs_.begin(); it != jobs_.end();) {
-    if (it->done) {
-      it->thread.join();
-      it = jobs_.erase(it);
-    } else {
-      ++it;
-    }
-  }
+void SpmReaper::finished() {
+  // Notified under the lock: drain() returns only after this thread released it, and touches
+  // nothing of ours after that.
+  std::lock_guard lk(mu_);
+  if (--running_ == 0) idle_.notify_all();
 }
 
 void SpmReaper::retire(std::unique_ptr<SpmSession> session, std::function<void()> then) {
   session->detach();
-  std::lock_guard lk(mu_);
-  reap_finished_locked();
-  jobs_.emplace_back();
-  Job *job = &jobs_.back();
-  SpmSession *raw = session.release();
-  job->thread = std::thread([this, job, raw, then = std::move(then)] {
-    delete raw;
-    if (then) then();
+  {
     std::lock_guard lk(mu_);
-    job->done = true;
-  });
+    ++running_;
+  }
+  SpmSession *raw = session.get();
+  try {
+    std::thread([this, raw, then] {
+      delete raw;
+      if (then) then();
+      finished();
+    }).detach();
+    session.release();  // the thread owns it now
+  } catch (...) {
+    // No thread (std::system_error, or no memory for its state): finish here.
+    session.reset();
+    if (then) then();
+    finished();
+  }
 }
 
 void SpmReaper::drain() {
-  std::list<Job> all;
-  {
-    std::lock_guard lk(mu_);
-    all.swap(jobs_);
-  }
-  for (auto &j : all)
-    j.thread.join();
+  std::unique_lock lk(mu_);
+  idle_.wait(lk, [this] { return running_ == 0; });
+}
+
+uint32_t SpmReaper::running() const {
+  std::lock_guard lk(mu_);
+  return running_;
 }
 
 }  // namespace rvgl

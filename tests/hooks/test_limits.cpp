@@ -161,6 +161,56 @@ TEST_CASE("thread creation failing never lets an exception out", "[limits]") {
   }
 }
 
+TEST_CASE("an SPM released while no thread can start is finished on the VMM's thread", "[limits]") {
+  // The reaper finishes a released session on a thread of its own; without one it finishes it in
+  // place, so the SPM is not held for ever by a session nobody ends.
+  Renderer r(poll_mode());
+  REQUIRE(r.result() == 0);
+  RocmGuest a(1, 100), b(2, 200);
+  a.start();
+  b.start();
+  REQUIRE((a.caps().features & RVGL_FEATURE_SPM) != 0);
+  rvgl_req_spm_acquire acq{};
+  acq.ring_idx = 3;
+  rvgl_req_spm_release rel{};
+  auto acquire = [&](RocmGuest &g) {
+    return g.call<rvgl_rsp_spm_acquire>(RVGL_CMD_SPM_ACQUIRE, acq).hdr.result;
+  };
+  // A release on a reaper thread: the SPM is busy until that thread has finished the session.
+  auto acquire_once_free = [&](RocmGuest &g) {
+    for (int i = 0; i < 500; ++i) {
+      if (const int32_t res = acquire(g); res != -EBUSY) return res;
+      usleep(10000);
+    }
+    return -EBUSY;
+  };
+  for (int round = 0; round < 5; ++round) {
+    REQUIRE(acquire_once_free(a) == 0);
+    CHECK(acquire(b) == -EBUSY);
+    g_failed_threads = 0;
+    g_fail_threads = true;
+    int32_t released = -1;
+    try {
+      released = a.call<rvgl_rsp_spm_release>(RVGL_CMD_SPM_RELEASE, rel).hdr.result;
+    } catch (...) {
+      g_fail_threads = false;
+      FAIL("an exception left virgl_renderer_submit_cmd");
+    }
+    g_fail_threads = false;
+    CHECK(released == 0);
+    CHECK(g_failed_threads.load() == 1);
+    // Finished already, with no thread: free for the other context at once.
+    REQUIRE(acquire(b) == 0);
+    REQUIRE(b.call<rvgl_rsp_spm_release>(RVGL_CMD_SPM_RELEASE, rel).hdr.result == 0);
+    CHECK(serves(a));
+  }
+  CHECK(acquire_once_free(a) == 0);
+  virgl_renderer_resource_unref(a.shmem_res());
+  virgl_renderer_resource_unref(b.shmem_res());
+  virgl_renderer_context_destroy(1);
+  virgl_renderer_context_destroy(2);
+}
+
 TEST_CASE("global fences without a waiter thread still retire, from the VMM's poll", "[limits]") {
   // An ASYNC_FENCE_CB VMM without context fences: held global fences are normally written by
   // the waiter thread; when it cannot start they go out from virgl_renderer_poll.
