@@ -85,7 +85,7 @@ double run_ops(VirglHost &host, std::vector<std::unique_ptr<ScaleGuest>> &guests
   const ThreadCpu th0 = ThreadCpu::now();
   rvgl_emu_counters e0{}, e1{};
   rvgl_emu_get_counters(&e0, sizeof e0);
-  const uint64_t i0 = e0.ioctls, cpu0 = process_cpu_ns(), cs0 = all_context_switches();
+  const uint64_t cpu0 = process_cpu_ns(), cs0 = all_context_switches();
   const uint64_t t0 = now_ns();
   uint32_t done = 0;
   while (done < kOpsPerRep)
@@ -100,11 +100,10 @@ double run_ops(VirglHost &host, std::vector<std::unique_ptr<ScaleGuest>> &guests
   const double ns = static_cast<double>(now_ns() - t0) / kOpsPerRep;
   const uint64_t cpu1 = process_cpu_ns(), cs1 = all_context_switches();
   rvgl_emu_get_counters(&e1, sizeof e1);
-  const uint64_t i1 = e1.ioctls;
   const ThreadCpu th1 = ThreadCpu::now();
   if (!s) return ns;
   s->ns.push_back(ns);
-  s->ioctls.push_back(static_cast<double>(i1 - i0) / kOpsPerRep);
+  s->ioctls.push_back(static_cast<double>(e1.ioctls - e0.ioctls) / kOpsPerRep);
   s->switches.push_back(static_cast<double>(cs1 - cs0) / kOpsPerRep);
   s->registrations.push_back(
       static_cast<double>(e1.syncobj_eventfds_registered - e0.syncobj_eventfds_registered) /

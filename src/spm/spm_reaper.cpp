@@ -1,6 +1,5 @@
 #include "spm/spm_reaper.h"
 
-#include <system_error>
 #include <thread>
 
 namespace rvgl {
@@ -49,11 +48,6 @@ void SpmReaper::retire(std::unique_ptr<SpmSession> session, std::function<void()
 void SpmReaper::drain() {
   std::unique_lock lk(mu_);
   idle_.wait(lk, [this] { return running_ == 0; });
-}
-
-uint32_t SpmReaper::running() const {
-  std::lock_guard lk(mu_);
-  return running_;
 }
 
 }  // namespace rvgl

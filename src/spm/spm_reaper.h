@@ -25,14 +25,12 @@ class SpmReaper {
   void retire(std::unique_ptr<SpmSession> session, std::function<void()> then);
   // Waits until every retired session is gone and its `then` has run (tests).
   void drain();
-  // Threads finishing sessions now (tests).
-  uint32_t running() const;
 
  private:
   SpmReaper() = default;
   void finished();
 
-  mutable std::mutex mu_;
+  std::mutex mu_;
   std::condition_variable idle_;
   uint32_t running_ = 0;  // mu_
 };

@@ -21,6 +21,7 @@
 #include "mini_vmm.h"
 #include "renderer_fixture.h"
 #include "rocm_guest.h"
+#include "support/wait_for.h"
 
 using namespace rvgl::hooks_test;
 namespace pk = rvgl::packets;
@@ -40,6 +41,21 @@ Renderer::Options poll_mode() {
 bool serves(RocmGuest &g) {
   rvgl_req_nop req{};
   return g.call<rvgl_rsp_nop>(RVGL_CMD_NOP, req).hdr.result == 0 && g.last_submit() == 0;
+}
+
+// Runs `call` with every thread creation failing; false when an exception left it.
+template <class F>
+bool with_threads_failing(F &&call) {
+  g_failed_threads = 0;
+  g_fail_threads = true;
+  bool no_exception = true;
+  try {
+    call();
+  } catch (...) {
+    no_exception = false;
+  }
+  g_fail_threads = false;
+  return no_exception;
 }
 
 int open_fds() {
@@ -140,16 +156,10 @@ TEST_CASE("thread creation failing never lets an exception out", "[limits]") {
   Renderer r(poll_mode());
   REQUIRE(r.result() == 0);
   for (int round = 0; round < 20; ++round) {
-    g_failed_threads = 0;
-    g_fail_threads = true;
     int ret = -1;
-    try {
-      ret = virgl_renderer_context_create_with_flags(1, RVGL_CAPSET_ID, 0, "");
-    } catch (...) {
-      g_fail_threads = false;
+    if (!with_threads_failing(
+            [&] { ret = virgl_renderer_context_create_with_flags(1, RVGL_CAPSET_ID, 0, ""); }))
       FAIL("an exception left virgl_renderer_context_create_with_flags");
-    }
-    g_fail_threads = false;
     CHECK(ret == EAGAIN);
     CHECK(g_failed_threads.load() == 1);
     // The VMM goes on: the same id can be created once threads can be.
@@ -178,25 +188,17 @@ TEST_CASE("an SPM released while no thread can start is finished on the VMM's th
   };
   // A release on a reaper thread: the SPM is busy until that thread has finished the session.
   auto acquire_once_free = [&](RocmGuest &g) {
-    for (int i = 0; i < 500; ++i) {
-      if (const int32_t res = acquire(g); res != -EBUSY) return res;
-      usleep(10000);
-    }
-    return -EBUSY;
+    int32_t res = -EBUSY;
+    rvgl::test::wait_for([&] { return (res = acquire(g)) != -EBUSY; });
+    return res;
   };
   for (int round = 0; round < 5; ++round) {
     REQUIRE(acquire_once_free(a) == 0);
     CHECK(acquire(b) == -EBUSY);
-    g_failed_threads = 0;
-    g_fail_threads = true;
     int32_t released = -1;
-    try {
-      released = a.call<rvgl_rsp_spm_release>(RVGL_CMD_SPM_RELEASE, rel).hdr.result;
-    } catch (...) {
-      g_fail_threads = false;
+    if (!with_threads_failing(
+            [&] { released = a.call<rvgl_rsp_spm_release>(RVGL_CMD_SPM_RELEASE, rel).hdr.result; }))
       FAIL("an exception left virgl_renderer_submit_cmd");
-    }
-    g_fail_threads = false;
     CHECK(released == 0);
     CHECK(g_failed_threads.load() == 1);
     // Finished already, with no thread: free for the other context at once.
@@ -232,16 +234,9 @@ TEST_CASE("global fences without a waiter thread still retire, from the VMM's po
   REQUIRE(rvgl_emu_set_knob("RVGL_EMU_JOB_LATENCY_US", "20000") == 0);
   const uint64_t jobs0 = MiniVmm::jobs_completed();
   g.submit(q, va, nop.size());
-  g_failed_threads = 0;
-  g_fail_threads = true;
   int ret = -1;
-  try {
-    ret = vmm.fence(0, 0, 7);
-  } catch (...) {
-    g_fail_threads = false;
+  if (!with_threads_failing([&] { ret = vmm.fence(0, 0, 7); }))
     FAIL("an exception left virgl_renderer_create_fence");
-  }
-  g_fail_threads = false;
   REQUIRE(rvgl_emu_set_knob("RVGL_EMU_JOB_LATENCY_US", "0") == 0);
   CHECK(ret == 0);
   CHECK(g_failed_threads.load() == 1);
