@@ -1,12 +1,15 @@
 // Scale: the cost of one op (SUBMIT of a small compute IB + a context fence on its ring) when one
 // context with one queue does all the work, against the same ops spread round-robin over 64
-// contexts x 8 queues (and fewer rings, to show where the cost grows); and the memory an idle
-// context (with its shared page) costs the host.
+// contexts x 8 queues (and fewer rings, to show where the cost grows), each beside the same
+// spread without virtualization (raw CS through as many DRM files, DirectFile), so the part of
+// the growth that is the emulated kernel's own is measured in the same run; and the memory an
+// idle context (with its shared page) costs the host.
 #include <benchmark/benchmark.h>
 
 #include <sys/resource.h>
 
 #include <chrono>
+#include <cstring>
 #include <memory>
 #include <stdexcept>
 #include <thread>
@@ -17,6 +20,7 @@
 #include "support/guarded.h"
 #include "support/api_guest.h"
 #include "support/clock.h"
+#include "support/direct_file.h"
 #include "support/proc_stats.h"
 #include "support/side_sampler.h"
 #include "support/stats.h"
@@ -60,6 +64,31 @@ class ScaleGuest {
   uint32_t ib_dwords_ = 0;
   std::vector<uint32_t> queues_;
   std::vector<uint64_t> fence_ids_;
+};
+
+// The same ops without virtualization: `files` DRM files (native processes) of `queues` kernel
+// contexts each, op q of a file through its context q on compute ring 0, as ScaleGuest's queue q
+// submits (each queue is a kernel context of its own); the newest job of each context waited for
+// at the end, as the guest waits for its fences.
+class DirectScale {
+ public:
+  DirectScale(uint32_t files, uint32_t queues) : queues_(queues) {
+    for (uint32_t i = 0; i < files; ++i) {
+      auto f = std::make_unique<DirectFile>(queues);
+      std::vector<uint32_t> ib;
+      rvgl::packets::pm4_write_data(ib, f->va() + DirectFile::kBufferSize / 2, {i + 1});
+      std::memcpy(f->cpu(), ib.data(), ib.size() * 4);
+      ib_dwords_ = static_cast<uint32_t>(ib.size());
+      files_.push_back(std::move(f));
+    }
+  }
+  // kOpsPerRep ops in ScaleOps' order (queue-major over the files); ns per op.
+  double run(std::vector<double> *ns_per_op, std::vector<double> *ioctls_per_op);
+
+ private:
+  uint32_t queues_;
+  uint32_t ib_dwords_ = 0;
+  std::vector<std::unique_ptr<DirectFile>> files_;
 };
 
 // Per op of one side's repetitions: wall time, emulated ioctls (every thread's: the VMM's, the
@@ -115,6 +144,28 @@ double run_ops(VirglHost &host, std::vector<std::unique_ptr<ScaleGuest>> &guests
   return ns;
 }
 
+double DirectScale::run(std::vector<double> *ns_per_op, std::vector<double> *ioctls_per_op) {
+  rvgl_emu_counters e0{}, e1{};
+  rvgl_emu_get_counters(&e0, sizeof e0);
+  const uint64_t t0 = now_ns();
+  uint32_t done = 0;
+  while (done < kOpsPerRep)
+    for (uint32_t q = 0; q < queues_ && done < kOpsPerRep; ++q)
+      for (auto &f : files_) {
+        if (done == kOpsPerRep) break;
+        f->submit(q, 0, f->va(), ib_dwords_);
+        ++done;
+      }
+  for (auto &f : files_)
+    f->wait_all();
+  const double ns = static_cast<double>(now_ns() - t0) / kOpsPerRep;
+  rvgl_emu_get_counters(&e1, sizeof e1);
+  if (ns_per_op) ns_per_op->push_back(ns);
+  if (ioctls_per_op)
+    ioctls_per_op->push_back(static_cast<double>(e1.ioctls - e0.ioctls) / kOpsPerRep);
+  return ns;
+}
+
 std::vector<std::unique_ptr<ScaleGuest>> make_guests(uint32_t first_ctx, uint32_t n,
                                                      uint32_t queues) {
   std::vector<std::unique_ptr<ScaleGuest>> v;
@@ -129,9 +180,13 @@ void BM_ScaleOps(benchmark::State &state) {
   VirglHost host;
   auto one = make_guests(1, 1, 1);
   auto many = make_guests(2, contexts, queues);
+  DirectScale direct_one(1, 1), direct_many(contexts, queues);
   run_ops(host, one);
   run_ops(host, many);
-  OpSamples a, b;  // one context, many
+  direct_one.run(nullptr, nullptr);
+  direct_many.run(nullptr, nullptr);
+  OpSamples a, b;                                    // one context, many
+  std::vector<double> da, db, da_ioctls, db_ioctls;  // the same without virtualization
   uint64_t rep = 0;
   for (auto _ : state) {
     const uint64_t t0 = now_ns();
@@ -139,12 +194,26 @@ void BM_ScaleOps(benchmark::State &state) {
     if (rep++ % 2) {
       run_ops(host, one, &a);
       run_ops(host, many, &b);
+      direct_one.run(&da, &da_ioctls);
+      direct_many.run(&db, &db_ioctls);
     } else {
+      direct_many.run(&db, &db_ioctls);
+      direct_one.run(&da, &da_ioctls);
       run_ops(host, many, &b);
       run_ops(host, one, &a);
     }
     state.SetIterationTime(static_cast<double>(now_ns() - t0) * 1e-9);
   }
+  // What spreading the same ops over as many files and rings costs a native process's path
+  // (the emulated kernel's own state going cold, its CS and waits), so the figure above can be
+  // read against it: the share that is ours is cost_ratio / direct_cost_ratio.
+  state.counters["direct_one_ns_per_op"] = median(da);
+  state.counters["direct_many_ns_per_op"] = median(db);
+  state.counters["direct_cost_ratio"] = median(db) / median(da);
+  state.counters["direct_one_ioctls_per_op"] = median(da_ioctls);
+  state.counters["direct_many_ioctls_per_op"] = median(db_ioctls);
+  state.counters["cost_ratio_over_direct"] =
+      (median(b.ns) / median(a.ns)) / (median(db) / median(da));
   state.counters["one_ctx_ns_per_op"] = median(a.ns);
   state.counters["many_ns_per_op"] = median(b.ns);
   state.counters["cost_ratio"] = median(b.ns) / median(a.ns);
@@ -232,12 +301,13 @@ BENCHMARK(guarded<BM_ScaleOps>)
     ->ArgNames({"contexts", "queues"})
     ->Args({1, 8})
     ->Args({64, 8})
-    // Where the cost per op grows: the same 64 rings as 8 x 8 or 64 x 1, then 128 rings. Each op
+    // Where the cost per op grows: the same 64 rings as 8 x 8 or 64 x 1, then 128 and 256. Each op
     // lands on a ring idle since its last one once there are more rings than ops in flight, so
     // each completion costs the engine a wakeup share and a registration (docs/performance.md).
     ->Args({8, 8})
     ->Args({64, 1})
     ->Args({16, 8})
+    ->Args({32, 8})
     ->Iterations(14)
     ->UseManualTime()
     ->Unit(benchmark::kMillisecond);
