@@ -87,11 +87,11 @@ int main(int argc, char **argv) {
       CALLGRIND_TOGGLE_COLLECT;
       const int r = measured(static_cast<size_t>(i));
       CALLGRIND_TOGGLE_COLLECT;
-      bad |= r;
+      // Checked at once, outside the window: the response area has RVGL_RSP_AREA_SIZE /
+      // RVGL_MAX_RSP_SIZE slots, so a later request reuses this one's slot.
+      if (r != 0 || (!empty && !answered(static_cast<size_t>(i)))) bad = 1;
     }
     CALLGRIND_STOP_INSTRUMENTATION;
-    for (long i = warm; i < warm + n && !empty; ++i)
-      if (!answered(static_cast<size_t>(i))) bad = 1;
     if (bad) {
       std::fprintf(stderr, "a submit failed or a NOP was not answered with 0\n");
       return 1;
