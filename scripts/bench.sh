@@ -108,7 +108,9 @@ import json, pathlib, sys
 res = pathlib.Path(sys.argv[1])
 def rows(name):
     p = res / f"{name}.json"
-    return json.loads(p.read_text())["benchmarks"] if p.exists() else []
+    # A filter that matches nothing in a program leaves its JSON file empty.
+    text = p.read_text() if p.exists() else ""
+    return json.loads(text)["benchmarks"] if text.strip() else []
 def show(b, keys):
     vals = ", ".join(f"{k}={b[k]:.4g}" for k in keys if k in b)
     label = f" [{b['label']}]" if b.get("label") else ""
@@ -123,7 +125,8 @@ for b in rows("rvgl-bench-api") + rows("rvgl-bench-vtest") + rows("rvgl-bench-di
              "vtest_fences_stuck", "wall_ns_per_call", "cpu_ns_per_call", "direct_wait_median_ns", "direct_wait_p99_ns",
              "virgl_callback_median_ns", "virgl_callback_p99_ns", "vtest_wait_median_ns",
              "vtest_wait_p99_ns", "ratio_median", "ratio_p99", "one_ctx_ns_per_op",
-             "many_ns_per_op", "cost_ratio", "rss_KiB_per_idle_context", "memcpy_ms",
+             "many_ns_per_op", "cost_ratio", "direct_cost_ratio", "cost_ratio_over_direct",
+             "rss_KiB_per_idle_context", "memcpy_ms",
              "import_ms", "import_vs_memcpy", "host_gem_objects", "host_udmabufs",
              "gpu_bytes_copied", "rss_delta_bytes", "ns_per_request", "cpu_ns_per_request"])
 d = json.loads((res / "dispatch_instructions.json").read_text())
