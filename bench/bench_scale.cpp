@@ -32,6 +32,20 @@ namespace {
 
 constexpr uint32_t kOpsPerRep = 2048;
 
+// kOpsPerRep ops in the order both sides use: queue-major, round-robin over `items` (guests or
+// DRM files), `op(item, q)` for each.
+template <class Items, class Op>
+void for_each_op(Items &items, uint32_t queues, Op op) {
+  uint32_t done = 0;
+  while (done < kOpsPerRep)
+    for (uint32_t q = 0; q < queues && done < kOpsPerRep; ++q)
+      for (auto &item : items) {
+        if (done == kOpsPerRep) break;
+        op(*item, q);
+        ++done;
+      }
+}
+
 // A context with `queues` compute queues on rings 1..queues, and one small IB they all run.
 class ScaleGuest {
  public:
@@ -82,8 +96,8 @@ class DirectScale {
       files_.push_back(std::move(f));
     }
   }
-  // kOpsPerRep ops in ScaleOps' order (queue-major over the files); ns per op.
-  double run(std::vector<double> *ns_per_op, std::vector<double> *ioctls_per_op);
+  // kOpsPerRep ops in run_ops' order; records ns and emulated ioctls per op where asked.
+  void run(std::vector<double> *ns_per_op, std::vector<double> *ioctls_per_op);
 
  private:
   uint32_t queues_;
@@ -116,14 +130,7 @@ double run_ops(VirglHost &host, std::vector<std::unique_ptr<ScaleGuest>> &guests
   rvgl_emu_get_counters(&e0, sizeof e0);
   const uint64_t cpu0 = process_cpu_ns(), cs0 = all_context_switches();
   const uint64_t t0 = now_ns();
-  uint32_t done = 0;
-  while (done < kOpsPerRep)
-    for (uint32_t q = 0; q < guests[0]->queues() && done < kOpsPerRep; ++q)
-      for (auto &g : guests) {
-        if (done == kOpsPerRep) break;
-        g->op(q);
-        ++done;
-      }
+  for_each_op(guests, guests[0]->queues(), [](ScaleGuest &g, uint32_t q) { g.op(q); });
   for (auto &g : guests)
     g->wait_all(host);
   const double ns = static_cast<double>(now_ns() - t0) / kOpsPerRep;
@@ -144,18 +151,12 @@ double run_ops(VirglHost &host, std::vector<std::unique_ptr<ScaleGuest>> &guests
   return ns;
 }
 
-double DirectScale::run(std::vector<double> *ns_per_op, std::vector<double> *ioctls_per_op) {
+void DirectScale::run(std::vector<double> *ns_per_op, std::vector<double> *ioctls_per_op) {
   rvgl_emu_counters e0{}, e1{};
   rvgl_emu_get_counters(&e0, sizeof e0);
   const uint64_t t0 = now_ns();
-  uint32_t done = 0;
-  while (done < kOpsPerRep)
-    for (uint32_t q = 0; q < queues_ && done < kOpsPerRep; ++q)
-      for (auto &f : files_) {
-        if (done == kOpsPerRep) break;
-        f->submit(q, 0, f->va(), ib_dwords_);
-        ++done;
-      }
+  for_each_op(files_, queues_,
+              [this](DirectFile &f, uint32_t q) { f.submit(q, 0, f.va(), ib_dwords_); });
   for (auto &f : files_)
     f->wait_all();
   const double ns = static_cast<double>(now_ns() - t0) / kOpsPerRep;
@@ -163,7 +164,6 @@ double DirectScale::run(std::vector<double> *ns_per_op, std::vector<double> *ioc
   if (ns_per_op) ns_per_op->push_back(ns);
   if (ioctls_per_op)
     ioctls_per_op->push_back(static_cast<double>(e1.ioctls - e0.ioctls) / kOpsPerRep);
-  return ns;
 }
 
 std::vector<std::unique_ptr<ScaleGuest>> make_guests(uint32_t first_ctx, uint32_t n,

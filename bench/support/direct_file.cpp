@@ -42,9 +42,8 @@ DirectFile::DirectFile(uint32_t contexts) : fd_(::open("/dev/dri/renderD128", O_
   create.in.domain_flags = AMDGPU_GEM_CREATE_VM_ALWAYS_VALID;
   check(drmCommandWriteRead(fd_.get(), DRM_AMDGPU_GEM_CREATE, &create, sizeof create),
         "GEM_CREATE");
-  bo_ = create.out.handle;
   drm_amdgpu_gem_va va{};
-  va.handle = bo_;
+  va.handle = create.out.handle;
   va.operation = AMDGPU_VA_OP_MAP;
   va.flags = AMDGPU_VM_PAGE_READABLE | AMDGPU_VM_PAGE_WRITEABLE | AMDGPU_VM_PAGE_EXECUTABLE;
   va.va_address = kBufferVa;
@@ -52,7 +51,7 @@ DirectFile::DirectFile(uint32_t contexts) : fd_(::open("/dev/dri/renderD128", O_
   check(drmCommandWriteRead(fd_.get(), DRM_AMDGPU_GEM_VA, &va, sizeof va), "GEM_VA");
   va_ = kBufferVa;
   drm_amdgpu_gem_mmap mmap_args{};
-  mmap_args.in.handle = bo_;
+  mmap_args.in.handle = create.out.handle;
   check(drmCommandWriteRead(fd_.get(), DRM_AMDGPU_GEM_MMAP, &mmap_args, sizeof mmap_args),
         "GEM_MMAP");
   void *p = mmap(nullptr, kBufferSize, PROT_READ | PROT_WRITE, MAP_SHARED, fd_.get(),
@@ -74,12 +73,12 @@ void DirectFile::submit(uint32_t ctx, uint32_t ring, uint64_t ib_va, uint32_t dw
   ib.ring = ring;
   drm_amdgpu_cs_chunk chunk{AMDGPU_CHUNK_ID_IB, sizeof(ib) / 4, reinterpret_cast<uintptr_t>(&ib)};
   const uint64_t chunks[1] = {reinterpret_cast<uintptr_t>(&chunk)};
+  const uint32_t ctx_id = ctx_ids_.at(ctx);
   drm_amdgpu_cs cs{};
-  cs.in.ctx_id = ctx_ids_.at(ctx);
+  cs.in.ctx_id = ctx_id;
   cs.in.num_chunks = 1;
   cs.in.chunks = reinterpret_cast<uintptr_t>(chunks);
   check(drmCommandWriteRead(fd_.get(), DRM_AMDGPU_CS, &cs, sizeof cs), "CS");
-  const uint32_t ctx_id = ctx_ids_[ctx];
   auto it = std::find_if(last_.begin(), last_.end(),
                          [&](const Last &l) { return l.ctx_id == ctx_id && l.ring == ring; });
   if (it == last_.end())

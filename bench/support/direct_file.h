@@ -35,7 +35,6 @@ class DirectFile {
  private:
   UniqueFd fd_;
   std::vector<uint32_t> ctx_ids_;
-  uint32_t bo_ = 0;
   uint64_t va_ = 0;
   void *cpu_ = nullptr;
   struct Last {
