@@ -7,9 +7,10 @@
 // lock -> the fence domain lock (fences, syncobjs, ring queues). Blocking waits never hold the
 // state lock. Two kinds of leaf lock are taken with or without the state lock and hold nothing
 // else: the fd table's (an ioctl finds its file under it alone, as fdget() takes no lock; it also
-// keeps the caller's verified eventfds) and a file's syncobj table's (SYNCOBJ_EVENTFD runs
-// without the state lock, as drm_syncobj_find() takes only the file's syncobj_table_lock), so a
-// registration never waits for a CS of another file.
+// keeps the caller's verified eventfds) and a file's syncobj table's (SYNCOBJ_EVENTFD, WAIT,
+// TIMELINE_WAIT, QUERY, SIGNAL, TIMELINE_SIGNAL, RESET and TRANSFER run without the state lock, as
+// drm_syncobj_find() takes only the file's syncobj_table_lock), so a registration or a health
+// query never waits for a CS, which holds the state lock throughout.
 #pragma once
 
 #include <memory>

@@ -32,7 +32,9 @@ constexpr uint32_t kWaitFlags = DRM_SYNCOBJ_WAIT_FLAGS_WAIT_ALL |
 // drm_syncobj_find_fence() gives WAIT_FOR_SUBMIT this long when a caller cannot block forever.
 constexpr auto kSubmitWait = std::chrono::seconds(5);
 
-// Looks the handles up (state lock held); -ENOENT for any unknown handle.
+// Looks the handles up under the file's syncobj table lock alone, as drm_syncobj_find() takes only
+// file_private->syncobj_table_lock (drivers/gpu/drm/drm_syncobj.c): a wait, query or signal never
+// waits for a CS, which holds the state lock throughout. -ENOENT for any unknown handle.
 int lookup(DeviceFile &f, const std::vector<uint32_t> &handles,
            std::vector<std::shared_ptr<Syncobj>> &out) {
   out.clear();
@@ -64,10 +66,7 @@ int wait_common(DeviceFile &f, uint64_t handles_ptr, const uint64_t *points_ptr,
   std::vector<uint64_t> points(count, 0);
   if (points_ptr && copy_points(*points_ptr, count, points)) return -EFAULT;
   std::vector<std::shared_ptr<Syncobj>> objs;
-  {
-    std::lock_guard lk(Emulator::get().mutex());
-    if (int r = lookup(f, handles, objs)) return r;
-  }
+  if (int r = lookup(f, handles, objs)) return r;
   const Deadline deadline = deadline_from_abs_ns(timeout_ns);
   const bool all = flags & DRM_SYNCOBJ_WAIT_FLAGS_WAIT_ALL;
   const bool available_only = flags & DRM_SYNCOBJ_WAIT_FLAGS_WAIT_AVAILABLE;
@@ -214,10 +213,7 @@ int for_each_syncobj(DeviceFile &f, const drm_syncobj_array &a,
   std::vector<uint32_t> handles;
   if (int r = copy_handles(a.handles, a.count_handles, handles)) return r;
   std::vector<std::shared_ptr<Syncobj>> objs;
-  {
-    std::lock_guard lk(Emulator::get().mutex());
-    if (int r = lookup(f, handles, objs)) return r;
-  }
+  if (int r = lookup(f, handles, objs)) return r;
   std::lock_guard flk(FenceDomain::mutex());
   for (auto &s : objs)
     op(s);
@@ -245,10 +241,7 @@ int drm_ioctl_syncobj_timeline_signal(DeviceFile &f, void *data) {
   std::vector<uint64_t> points;
   if (copy_points(a->points, a->count_handles, points)) return -EFAULT;
   std::vector<std::shared_ptr<Syncobj>> objs;
-  {
-    std::lock_guard lk(Emulator::get().mutex());
-    if (int r = lookup(f, handles, objs)) return r;
-  }
+  if (int r = lookup(f, handles, objs)) return r;
   std::lock_guard flk(FenceDomain::mutex());
   for (size_t i = 0; i < objs.size(); ++i) {
     if (points[i])
@@ -265,10 +258,7 @@ int drm_ioctl_syncobj_query(DeviceFile &f, void *data) {
   std::vector<uint32_t> handles;
   if (int r = copy_handles(a->handles, a->count_handles, handles)) return r;
   std::vector<std::shared_ptr<Syncobj>> objs;
-  {
-    std::lock_guard lk(Emulator::get().mutex());
-    if (int r = lookup(f, handles, objs)) return r;
-  }
+  if (int r = lookup(f, handles, objs)) return r;
   std::vector<uint64_t> points(objs.size());
   {
     std::lock_guard flk(FenceDomain::mutex());
@@ -282,13 +272,9 @@ int drm_ioctl_syncobj_transfer(DeviceFile &f, void *data) {
   auto *a = static_cast<drm_syncobj_transfer *>(data);
   if (a->pad) return -EINVAL;
   if (a->flags & ~DRM_SYNCOBJ_WAIT_FLAGS_WAIT_FOR_SUBMIT) return -EINVAL;
-  std::shared_ptr<Syncobj> src, dst;
-  {
-    std::lock_guard lk(Emulator::get().mutex());
-    src = f.syncobjs.get(a->src_handle);
-    dst = f.syncobjs.get(a->dst_handle);
-    if (!src || !dst) return -ENOENT;
-  }
+  std::shared_ptr<Syncobj> src = f.syncobjs.get(a->src_handle);
+  std::shared_ptr<Syncobj> dst = f.syncobjs.get(a->dst_handle);
+  if (!src || !dst) return -ENOENT;
   std::vector<std::shared_ptr<Fence>> fences;
   {
     std::unique_lock flk(FenceDomain::mutex());
