@@ -104,8 +104,9 @@ void Emulator::lock_for_fork() {
     fork_locked_.push_back(&df->vm->fork_lock());
     fork_locked_.push_back(&df->syncobjs.mutex());
     fork_locked_.push_back(&df->contexts.mutex());
-    for (auto &[id, q] : df->userqs)
+    df->userqs.for_each([&](uint32_t, const std::shared_ptr<UserQueue> &q) {
       fork_locked_.push_back(&q->fork_lock());
+    });
   });
   for (auto &d : devices_)
     fork_locked_.push_back(&d->spm().fork_lock());
@@ -146,8 +147,8 @@ void Emulator::fork_child() {
   std::lock_guard lk(e->mu_);
   e->fds_.for_each([&](int, const std::shared_ptr<OpenFile> &f) {
     if (f->kind() != OpenFile::Kind::Device) return;
-    for (auto &[id, q] : static_cast<DeviceFile *>(f.get())->userqs)
-      q->forget_after_fork();
+    static_cast<DeviceFile *>(f.get())->userqs.for_each(
+        [](uint32_t, const std::shared_ptr<UserQueue> &q) { q->forget_after_fork(); });
   });
   for (auto &d : e->devices_)
     d->forget_after_fork();

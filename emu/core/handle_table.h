@@ -1,12 +1,17 @@
-// A per-file handle namespace that hands out the lowest free id from 1, as the kernel's idr does,
-// so handle numbers look like a real driver's (and get reused the same way).
+// A per-file handle namespace that hands out the lowest free id from 1, as the kernel's idr does
+// (idr_alloc(idr, ptr, 1, 0, ...) in drm_gem_handle_create_tail(), drm_syncobj_get_handle(),
+// amdgpu_ctx_alloc()), so handle numbers look like a real driver's and get reused the same way.
+// Ids are dense, so a lookup is an index into one array, as the idr's radix tree is for the few
+// dozen handles a file has (one node of 64 slots): a CS that finds its objects does not chase a
+// tree's nodes through memory that a real kernel would find in one or two cache lines.
 #pragma once
 
 #include <cstdint>
-#include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
+#include <vector>
 
 namespace rvgl::emu {
 
@@ -18,50 +23,61 @@ class HandleTable {
     if (!free_.empty()) {
       id = *free_.begin();
       free_.erase(free_.begin());
+      slots_[id - 1].emplace(std::move(value));
     } else {
-      id = next_++;
+      slots_.emplace_back(std::move(value));
+      id = static_cast<uint32_t>(slots_.size());
     }
-    items_.emplace(id, std::move(value));
+    ++count_;
     return id;
   }
 
   T *find(uint32_t id) {
-    auto it = items_.find(id);
-    return it == items_.end() ? nullptr : &it->second;
+    if (id == 0 || id > slots_.size() || !slots_[id - 1]) return nullptr;
+    return &*slots_[id - 1];
   }
   const T *find(uint32_t id) const {
-    auto it = items_.find(id);
-    return it == items_.end() ? nullptr : &it->second;
+    if (id == 0 || id > slots_.size() || !slots_[id - 1]) return nullptr;
+    return &*slots_[id - 1];
   }
 
   bool erase(uint32_t id, T *out = nullptr) {
-    auto it = items_.find(id);
-    if (it == items_.end()) return false;
-    if (out) *out = std::move(it->second);
-    items_.erase(it);
-    if (id + 1 == next_) {
-      --next_;
-      while (next_ > 1 && free_.erase(next_ - 1))
-        --next_;
+    T *v = find(id);
+    if (!v) return false;
+    if (out) *out = std::move(*v);
+    slots_[id - 1].reset();
+    --count_;
+    if (id == slots_.size()) {
+      // The highest id went: the free ids just below it go with it, so the next insert after
+      // them takes the lowest free id again.
+      slots_.pop_back();
+      while (!slots_.empty() && !slots_.back()) {
+        free_.erase(static_cast<uint32_t>(slots_.size()));
+        slots_.pop_back();
+      }
     } else {
       free_.insert(id);
     }
     return true;
   }
 
-  size_t size() const { return items_.size(); }
-  auto begin() { return items_.begin(); }
-  auto end() { return items_.end(); }
+  size_t size() const { return count_; }
+  // f(id, value) for each handle, lowest id first.
+  template <class F>
+  void for_each(F f) {
+    for (size_t i = 0; i < slots_.size(); ++i)
+      if (slots_[i]) f(static_cast<uint32_t>(i + 1), *slots_[i]);
+  }
   void clear() {
-    items_.clear();
+    slots_.clear();
     free_.clear();
-    next_ = 1;
+    count_ = 0;
   }
 
  private:
-  std::map<uint32_t, T> items_;
-  std::set<uint32_t> free_;
-  uint32_t next_ = 1;
+  std::vector<std::optional<T>> slots_;  // slots_[id - 1]
+  std::set<uint32_t> free_;              // empty slots below the highest id
+  size_t count_ = 0;
 };
 
 // The same namespace with a lock of its own, for objects some ioctls look up without the

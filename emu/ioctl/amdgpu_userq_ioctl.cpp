@@ -110,9 +110,12 @@ int create(DeviceFile &f, rvgl_drm_amdgpu_userq &args) {
   // amdgpu_userq_create(): the queue is filed under its absolute doorbell
   // (amdgpu_doorbell_index_on_bar()); xa_insert refuses a doorbell already taken. Doorbell objects
   // are per file here, so the file's own queues are all that can share one.
-  for (auto &[id, other] : f.userqs)
-    if (other->doorbell() == doorbell.get() && other->doorbell_offset() == in.doorbell_offset)
-      return -EBUSY;
+  bool taken = false;
+  f.userqs.for_each([&](uint32_t, const std::shared_ptr<UserQueue> &other) {
+    taken = taken ||
+            (other->doorbell() == doorbell.get() && other->doorbell_offset() == in.doorbell_offset);
+  });
+  if (taken) return -EBUSY;
 
   UserQueue::Params p;
   p.ip = in.ip_type;

@@ -418,3 +418,59 @@ TEST_CASE("compute partitions are described as amdgpu's sysfs does", "[kernel][p
     CHECK(part_count == bits * per_node);
   }
 }
+
+// idr_alloc(idr, ptr, 1, 0, ...): every per-file namespace hands out the lowest free id from 1
+// (drm_gem_handle_create_tail(), drm_syncobj_get_handle(), amdgpu_ctx_alloc()), and a freed id is
+// handed out again, below or at the top.
+TEST_CASE("GEM, syncobj and context handles are the lowest free id from 1", "[kernel][handles]") {
+  Fd fd = open_render();
+  auto gem = [&] {
+    uint32_t h = 0;
+    REQUIRE(gem_create(fd.get(), 4096, AMDGPU_GEM_DOMAIN_GTT, 0, &h) == 0);
+    return h;
+  };
+  auto syncobj = [&] {
+    drm_syncobj_create c{};
+    REQUIRE(xioctl(fd.get(), DRM_IOCTL_SYNCOBJ_CREATE, &c) == 0);
+    return c.handle;
+  };
+  auto destroy_syncobj = [&](uint32_t h) {
+    drm_syncobj_destroy d{};
+    d.handle = h;
+    return xioctl(fd.get(), DRM_IOCTL_SYNCOBJ_DESTROY, &d);
+  };
+  auto ctx = [&] {
+    uint32_t h = 0;
+    REQUIRE(ctx_create(fd.get(), &h) == 0);
+    return h;
+  };
+
+  CHECK(gem() == 1);
+  CHECK(gem() == 2);
+  CHECK(gem() == 3);
+  CHECK(gem() == 4);
+  REQUIRE(gem_close(fd.get(), 2) == 0);
+  CHECK(gem() == 2);  // a hole below the top
+  REQUIRE(gem_close(fd.get(), 3) == 0);
+  REQUIRE(gem_close(fd.get(), 4) == 0);  // the top, with a hole below it
+  CHECK(gem() == 3);
+  CHECK(gem() == 4);
+  CHECK(gem() == 5);
+  CHECK(gem_close(fd.get(), 6) != 0);  // never handed out
+  CHECK(gem_close(fd.get(), 0) != 0);
+
+  CHECK(syncobj() == 1);
+  CHECK(syncobj() == 2);
+  CHECK(syncobj() == 3);
+  REQUIRE(destroy_syncobj(1) == 0);
+  REQUIRE(destroy_syncobj(3) == 0);
+  CHECK(destroy_syncobj(3) != 0);  // gone
+  CHECK(syncobj() == 1);
+  CHECK(syncobj() == 3);
+
+  CHECK(ctx() == 1);
+  CHECK(ctx() == 2);
+  REQUIRE(ctx_free(fd.get(), 1) == 0);
+  CHECK(ctx() == 1);
+  CHECK(ctx() == 3);
+}
