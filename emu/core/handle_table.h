@@ -48,8 +48,8 @@ class HandleTable {
     slots_[id - 1].reset();
     --count_;
     if (id == slots_.size()) {
-      // The highest id went: the free ids just below it go with it, so the next insert after
-      // them takes the lowest free id again.
+      // The highest id went: so do the empty slots below it (and out of free_), so the array
+      // always ends at the highest live id.
       slots_.pop_back();
       while (!slots_.empty() && !slots_.back()) {
         free_.erase(static_cast<uint32_t>(slots_.size()));
