@@ -256,10 +256,11 @@ int amdgpu_ioctl_bo_list(DeviceFile &f, void *data) {
       std::memset(a, 0, sizeof(*a));
       return 0;
     case AMDGPU_BO_LIST_OP_UPDATE: {
-      auto *list = f.bo_lists.find(in.list_handle);
-      if (!list) return -ENOENT;
+      // amdgpu_bo_list_ioctl(): the new list is built first, then idr_replace() finds the handle.
       std::vector<std::shared_ptr<BufferObject>> next;
       if (int r = read_bo_list(f, in.bo_info_ptr, in.bo_number, in.bo_info_size, next)) return r;
+      auto *list = f.bo_lists.find(in.list_handle);
+      if (!list) return -ENOENT;
       *list = std::make_shared<const BoList::element_type>(std::move(next));
       std::memset(a, 0, sizeof(*a));
       a->out.list_handle = in.list_handle;
