@@ -6,11 +6,12 @@
 // tree's nodes through memory that a real kernel would find in one or two cache lines.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <mutex>
 #include <optional>
-#include <set>
+#include <utility>
 #include <vector>
 
 namespace rvgl::emu {
@@ -19,27 +20,21 @@ template <typename T>
 class HandleTable {
  public:
   uint32_t insert(T value) {
-    uint32_t id;
-    if (!free_.empty()) {
-      id = *free_.begin();
-      free_.erase(free_.begin());
-      slots_[id - 1].emplace(std::move(value));
-    } else {
-      slots_.emplace_back(std::move(value));
-      id = static_cast<uint32_t>(slots_.size());
-    }
+    // The lowest empty slot; none below the highest id when every slot is taken.
+    auto slot = count_ == slots_.size()
+                    ? slots_.end()
+                    : std::find_if(slots_.begin(), slots_.end(), [](const auto &s) { return !s; });
+    if (slot == slots_.end()) slot = slots_.insert(slots_.end(), std::nullopt);
+    slot->emplace(std::move(value));
     ++count_;
-    return id;
+    return static_cast<uint32_t>(slot - slots_.begin()) + 1;
   }
 
-  T *find(uint32_t id) {
-    if (id == 0 || id > slots_.size() || !slots_[id - 1]) return nullptr;
-    return &*slots_[id - 1];
-  }
   const T *find(uint32_t id) const {
     if (id == 0 || id > slots_.size() || !slots_[id - 1]) return nullptr;
     return &*slots_[id - 1];
   }
+  T *find(uint32_t id) { return const_cast<T *>(std::as_const(*this).find(id)); }
 
   bool erase(uint32_t id, T *out = nullptr) {
     T *v = find(id);
@@ -47,17 +42,9 @@ class HandleTable {
     if (out) *out = std::move(*v);
     slots_[id - 1].reset();
     --count_;
-    if (id == slots_.size()) {
-      // The highest id went: so do the empty slots below it (and out of free_), so the array
-      // always ends at the highest live id.
+    // The array ends at the highest live id: empty slots at its end go.
+    while (!slots_.empty() && !slots_.back())
       slots_.pop_back();
-      while (!slots_.empty() && !slots_.back()) {
-        free_.erase(static_cast<uint32_t>(slots_.size()));
-        slots_.pop_back();
-      }
-    } else {
-      free_.insert(id);
-    }
     return true;
   }
 
@@ -70,14 +57,12 @@ class HandleTable {
   }
   void clear() {
     slots_.clear();
-    free_.clear();
     count_ = 0;
   }
 
  private:
   std::vector<std::optional<T>> slots_;  // slots_[id - 1]
-  std::set<uint32_t> free_;              // empty slots below the highest id
-  size_t count_ = 0;
+  size_t count_ = 0;                     // live handles: fewer than slots_ means a hole below
 };
 
 // The same namespace with a lock of its own, for objects some ioctls look up without the
