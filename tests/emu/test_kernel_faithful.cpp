@@ -2,6 +2,7 @@
 // tell, it now answers as the kernel does. Each case names the kernel function it follows.
 #include <linux/capability.h>
 #include <sys/syscall.h>
+#include <xf86drm.h>
 
 #include <bitset>
 
@@ -430,14 +431,9 @@ TEST_CASE("GEM, syncobj and context handles are the lowest free id from 1", "[ke
     return h;
   };
   auto syncobj = [&] {
-    drm_syncobj_create c{};
-    REQUIRE(xioctl(fd.get(), DRM_IOCTL_SYNCOBJ_CREATE, &c) == 0);
-    return c.handle;
-  };
-  auto destroy_syncobj = [&](uint32_t h) {
-    drm_syncobj_destroy d{};
-    d.handle = h;
-    return xioctl(fd.get(), DRM_IOCTL_SYNCOBJ_DESTROY, &d);
+    uint32_t h = 0;
+    REQUIRE(drmSyncobjCreate(fd.get(), 0, &h) == 0);
+    return h;
   };
   auto ctx = [&] {
     uint32_t h = 0;
@@ -462,9 +458,9 @@ TEST_CASE("GEM, syncobj and context handles are the lowest free id from 1", "[ke
   CHECK(syncobj() == 1);
   CHECK(syncobj() == 2);
   CHECK(syncobj() == 3);
-  REQUIRE(destroy_syncobj(1) == 0);
-  REQUIRE(destroy_syncobj(3) == 0);
-  CHECK(destroy_syncobj(3) != 0);  // gone
+  REQUIRE(drmSyncobjDestroy(fd.get(), 1) == 0);
+  REQUIRE(drmSyncobjDestroy(fd.get(), 3) == 0);
+  CHECK(drmSyncobjDestroy(fd.get(), 3) != 0);  // gone
   CHECK(syncobj() == 1);
   CHECK(syncobj() == 3);
 
