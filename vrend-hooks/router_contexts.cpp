@@ -168,7 +168,12 @@ void Router::context_destroy(uint32_t ctx_id) {
       contexts_.erase(it);
     }
   }
-  if (doomed) return;  // destroyed here, outside the lock (it waits out its engine callbacks)
+  if (doomed) {
+    // Silenced before the last reference goes: a poll of this context in progress on this thread
+    // (the VMM destroying it from write_context_fence) holds one until it returns.
+    doomed->stop_callbacks();
+    return;  // destroyed here, outside the lock (it waits out its engine callbacks)
+  }
   if (auto real = RVGL_REAL(virgl_renderer_context_destroy)) real(ctx_id);
   std::lock_guard lk(mu_);
   real_.remove_context(ctx_id);

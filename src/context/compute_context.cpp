@@ -185,7 +185,18 @@ int ComputeContext::create_fence(uint32_t ring_idx, uint64_t fence_id, bool merg
 }
 
 void ComputeContext::poll() {
-  delivery_->drain_poll_fd();
+  // What woke the VMM's thread is delivered before the poll fd is drained: the drain is a system
+  // call, and a completion that signals the fd between the first look and the drain is found by
+  // the second look, which only runs when the drain consumed a wakeup.
+  deliver_polled();
+  if (delivery_->drain_poll_fd() && !delivery_->stopped()) deliver_polled();
+}
+
+void ComputeContext::stop_callbacks() {
+  delivery_->stop();
+}
+
+void ComputeContext::deliver_polled() {
   fired_.clear();
   if (delegates_points()) {
     const int64_t now = monotonic_ns();

@@ -90,6 +90,10 @@ class ComputeContext {
   // Poll mode, VMM thread: reports what woke it (docs/threads.md "Poll mode without a hop"), then
   // delivers.
   void poll();
+  // The VMM is letting go (context destroy): no callback for this context runs once this returns,
+  // not even the rest of a batch whose callback called it. The context itself may live on until
+  // the caller's poll returns.
+  void stop_callbacks();
 
   const rvgl_capset &capset() const { return facts_.capset; }
   uint32_t ctx_id() const { return ctx_id_; }
@@ -155,6 +159,8 @@ class ComputeContext {
   // Poll mode: if the kernel signalled the poll fd for the point the engine registered for this
   // watch, takes that point (the watch's own path when health would defer) into fired_.
   void report_delegated(QueueWatch &w, uint64_t id, int64_t now_ns);
+  // One look of poll(): reports the delegated points reached, delivers, registers again.
+  void deliver_polled();
 
   uint32_t ctx_id_;
   const Config &config_;

@@ -136,8 +136,10 @@ void FenceDelivery::progress() {
   }
   t_delivering = this;
   for (;;) {
-    for (const auto &d : done)
+    for (const auto &d : done) {
+      if (stopped_.load(std::memory_order_relaxed)) break;  // by a callback of this batch
       cb_(d.ring, d.fence_id);
+    }
     std::lock_guard lk(mu_);
     done.clear();
     if (more_ && !stopped_) collect_locked(&done);
@@ -150,9 +152,9 @@ void FenceDelivery::progress() {
   t_delivering = nullptr;
 }
 
-void FenceDelivery::drain_poll_fd() {
-  uint64_t v;
-  [[maybe_unused]] ssize_t n = read(event_fd_.get(), &v, sizeof(v));
+bool FenceDelivery::drain_poll_fd() {
+  uint64_t v = 0;
+  return read(event_fd_.get(), &v, sizeof(v)) == static_cast<ssize_t>(sizeof(v));
 }
 
 void FenceDelivery::poll() {
@@ -168,8 +170,10 @@ void FenceDelivery::poll() {
     collect_locked(&batch);
   }
   t_delivering = this;
-  for (const auto &d : batch)
+  for (const auto &d : batch) {
+    if (stopped_.load(std::memory_order_relaxed)) break;  // the VMM destroyed us in a callback
     cb_(d.ring, d.fence_id);
+  }
   t_delivering = nullptr;
 }
 

@@ -59,14 +59,16 @@ class FenceDelivery {
   // The fd the kernel may signal directly when a watched point is reached: the poll fd in poll
   // mode, -1 with async callbacks (the engine's thread delivers those itself).
   int direct_wake_fd() const { return async_ ? -1 : event_fd_.get(); }
-  // Poll mode, VMM thread: consumes the poll fd's wakeups. Before the points that woke it are
-  // looked at, so a later one leaves the fd readable for the next poll instead of being lost.
-  void drain_poll_fd();
+  // Poll mode, VMM thread: consumes the poll fd's wakeups; whether there was one. Whoever drains
+  // looks at the points again afterwards, so a completion signalled before the drain is not lost.
+  bool drain_poll_fd();
   // Delivers what the engine queued, then what the timelines are known to have reached.
   void poll();
 
-  // After stop() returns no callback runs or will run, whatever thread asks.
+  // After stop() returns no callback runs or will run, whatever thread asks; called from inside
+  // a callback, none after that one either (the rest of its batch is dropped).
   void stop();
+  bool stopped() const { return stopped_.load(std::memory_order_relaxed); }
 
   // Fences taken off their rings: reported to the VMM, queued for poll(), or merged into a later
   // report.

@@ -178,7 +178,7 @@ TEST_CASE("poll mode: a signalled job that ran to its end goes out in the poll t
     // The previous job's check, on the engine, ends with a look for fences made ready
     // (FenceDelivery::progress()); when it found that job's fence before this thread's poll()
     // took it, its signal of the poll fd outlives the fence: a spurious wakeup, which a VMM's
-    // next poll() answers with nothing (draining after taking instead could lose a wakeup).
+    // next poll() answers with nothing (poll() looks again after its drain, so none is lost).
     // Consumed here, so the readiness waited for below is this job's.
     pollfd stale{h.ctx().poll_fd(), POLLIN, 0};
     if (::poll(&stale, 1, 0) == 1) {

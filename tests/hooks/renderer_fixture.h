@@ -12,6 +12,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdlib>
+#include <functional>
 #include <mutex>
 #include <stdexcept>
 #include <string>
@@ -116,7 +117,9 @@ class Renderer {
     };
     if (o.callbacks_version >= 3) {
       cbs_.write_context_fence = [](void *cookie, uint32_t ctx, uint32_t ring, uint64_t id) {
-        static_cast<Renderer *>(cookie)->fences_.record(ctx, ring, id);
+        auto *self = static_cast<Renderer *>(cookie);
+        self->fences_.record(ctx, ring, id);
+        if (self->after_context_fence_) self->after_context_fence_(ctx, ring, id);
       };
     }
     if (o.egl_display_callback) cbs_.get_egl_display = [](void *) -> void * { return nullptr; };
@@ -128,6 +131,10 @@ class Renderer {
 
   int result() const { return result_; }
   bool async() const { return opts_.flags & VIRGL_RENDERER_ASYNC_FENCE_CB; }
+  // What the VMM does inside write_context_fence after recording it (set before fences flow).
+  void after_context_fence(std::function<void(uint32_t ctx, uint32_t ring, uint64_t id)> f) {
+    after_context_fence_ = std::move(f);
+  }
   FenceLog &fences() { return fences_; }
   // Global fences written to the VMM (write_fence), in order. Recorded from whatever thread the
   // library calls on.
@@ -161,6 +168,7 @@ class Renderer {
   virgl_renderer_callbacks cbs_{};
   int result_ = -1;
   FenceLog fences_;
+  std::function<void(uint32_t, uint32_t, uint64_t)> after_context_fence_;
   mutable std::mutex ctx0_mu_;
   std::vector<uint32_t> ctx0_fences_;
 };

@@ -7,10 +7,13 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstring>
+#include <thread>
 #include <vector>
 
 #include "../../tools/common/amd_packets.h"
+#include "rvgl_emu.h"
 #include "renderer_fixture.h"
 #include "rocm_guest.h"
 
@@ -190,4 +193,63 @@ TEST_CASE("destroy with work queued, then reset, then start again", "[hooks][rob
   RocmGuest again(1, 100);  // same ids are free again
   REQUIRE_NOTHROW(again.start());
   CHECK(nop(again) == 0);
+}
+
+TEST_CASE("a context destroyed inside its fence callback is told nothing more", "[hooks][robust]") {
+  // A poll-mode VMM may tear a context down from write_context_fence (the guest died, a fence
+  // said so). After destroy returns, nothing more may reach it for that context: not the rest of
+  // the batch its poll took, not a second look of that poll. Two rings' fences retire in one
+  // poll; the first callback destroys the context. Repeated, as the order of the two jobs'
+  // completions varies.
+  Renderer r(plain());
+  REQUIRE(r.result() == 0);
+  for (uint32_t round = 0; round < 20; ++round) {
+    INFO("round " << round);
+    const uint32_t ctx = 1 + round;
+    RocmGuest g(ctx, 100 + 10 * round);
+    g.start();
+    auto [bo, res] = g.bo_blob(kSize, RVGL_DOMAIN_GTT);
+    auto [ib_bo, ib_res] = g.bo_blob(kSize, RVGL_DOMAIN_GTT);
+    auto *ib = static_cast<uint32_t *>(g.map(ib_res, kSize));
+    const uint64_t va = g.caps().va_start;
+    REQUIRE(g.va_map(bo, 0, va, kSize) == 0);
+    REQUIRE(g.va_map(ib_bo, 0, va + kSize, kSize, RVGL_VA_FLAG_READ | RVGL_VA_FLAG_EXECUTE) == 0);
+    std::vector<uint32_t> fill;
+    pk::sdma_const_fill(fill, va, 0x55u, 4096);
+    pk::sdma_pad(fill);
+    std::memcpy(ib, fill.data(), fill.size() * 4);
+    const uint32_t q1 = g.queue_create(RVGL_IP_SDMA, 1);
+    const uint32_t q2 = g.queue_create(RVGL_IP_SDMA, 2);
+    rvgl_emu_counters c0{}, c{};
+    rvgl_emu_get_counters(&c0, sizeof c0);
+    g.submit(q1, va + kSize, fill.size());
+    g.submit(q2, va + kSize, fill.size());
+    REQUIRE(g.fence(1, 7) == 0);
+    REQUIRE(g.fence(2, 8) == 0);
+    // Both jobs done before the VMM polls, so one poll finds both fences.
+    const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    do {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      rvgl_emu_get_counters(&c, sizeof c);
+    } while (c.jobs_completed - c0.jobs_completed < 2 && std::chrono::steady_clock::now() < end);
+    REQUIRE(c.jobs_completed - c0.jobs_completed == 2);
+
+    uint32_t told = 0;
+    r.after_context_fence([&](uint32_t c_id, uint32_t, uint64_t) {
+      if (c_id != ctx) return;
+      if (++told == 1) virgl_renderer_context_destroy(ctx);
+    });
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (!told && std::chrono::steady_clock::now() < until) {
+      pollfd p{virgl_renderer_context_get_poll_fd(ctx), POLLIN, 0};
+      ::poll(&p, 1, 20);
+      virgl_renderer_context_poll(ctx);
+    }
+    for (int i = 0; i < 5; ++i)
+      virgl_renderer_poll();  // the VMM's timer, after the destroy
+    r.after_context_fence(nullptr);
+    CHECK(told == 1);
+    for (uint32_t id : {res, ib_res, g.shmem_res()})
+      virgl_renderer_resource_unref(id);
+  }
 }
