@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <system_error>
 
 namespace rvgl {
 
@@ -28,7 +29,13 @@ int SpmSession::create(std::shared_ptr<AmdgpuDevice> dev, uint32_t xcp, uint32_t
   rvgl_drm_amdgpu_spm_args spm{};
   if ((err = s->kernel_op(RVGL_AMDGPU_SPM_OP_ACQUIRE, &spm))) return err;
   s->acquired_ = true;
-  s->worker_ = std::thread([p = s.get()] { p->run(); });
+  try {
+    s->worker_ = std::thread([p = s.get()] { p->run(); });
+  } catch (const std::system_error &e) {
+    // No thread: an error for this request, and the SPM released again (the destructor) so the
+    // caller can give its arbiter entry back. Never an exception through the decoder.
+    return e.code().value() ? -e.code().value() : -EAGAIN;
+  }
   *out = std::move(s);
   return 0;
 }

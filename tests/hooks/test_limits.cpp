@@ -213,6 +213,43 @@ TEST_CASE("an SPM released while no thread can start is finished on the VMM's th
   virgl_renderer_context_destroy(2);
 }
 
+TEST_CASE("an SPM acquired while no thread can start is refused and stays free", "[limits]") {
+  // The session's worker cannot start: the guest gets -EAGAIN for its request, the rest of its
+  // buffer is still served, and the SPM (arbiter and kernel) is free for anyone at once.
+  Renderer r(poll_mode());
+  REQUIRE(r.result() == 0);
+  RocmGuest a(1, 100), b(2, 200);
+  a.start();
+  b.start();
+  REQUIRE((a.caps().features & RVGL_FEATURE_SPM) != 0);
+  rvgl_req_spm_acquire acq{};
+  acq.ring_idx = 3;
+  rvgl_req_spm_release rel{};
+  for (int round = 0; round < 5; ++round) {
+    int32_t got = 0;
+    if (!with_threads_failing(
+            [&] { got = a.call<rvgl_rsp_spm_acquire>(RVGL_CMD_SPM_ACQUIRE, acq).hdr.result; }))
+      FAIL("an exception left virgl_renderer_submit_cmd");
+    CHECK(got == -EAGAIN);
+    CHECK(g_failed_threads.load() == 1);
+    CHECK(a.last_submit() == 0);
+    CHECK(serves(a));
+    // Nobody holds it: the other context takes it at once, then the first. Each release is made
+    // while no thread can start, so it finishes in place (the previous test) and the next
+    // acquire needs no wait.
+    REQUIRE(b.call<rvgl_rsp_spm_acquire>(RVGL_CMD_SPM_ACQUIRE, acq).hdr.result == 0);
+    REQUIRE(with_threads_failing(
+        [&] { REQUIRE(b.call<rvgl_rsp_spm_release>(RVGL_CMD_SPM_RELEASE, rel).hdr.result == 0); }));
+    REQUIRE(a.call<rvgl_rsp_spm_acquire>(RVGL_CMD_SPM_ACQUIRE, acq).hdr.result == 0);
+    REQUIRE(with_threads_failing(
+        [&] { REQUIRE(a.call<rvgl_rsp_spm_release>(RVGL_CMD_SPM_RELEASE, rel).hdr.result == 0); }));
+  }
+  virgl_renderer_resource_unref(a.shmem_res());
+  virgl_renderer_resource_unref(b.shmem_res());
+  virgl_renderer_context_destroy(1);
+  virgl_renderer_context_destroy(2);
+}
+
 TEST_CASE("global fences without a waiter thread still retire, from the VMM's poll", "[limits]") {
   // An ASYNC_FENCE_CB VMM without context fences: held global fences are normally written by
   // the waiter thread; when it cannot start they go out from virgl_renderer_poll.
