@@ -116,10 +116,12 @@ std::unique_ptr<ComputeContext> ComputeContext::create(Options opts, int *err) {
 }
 
 ComputeContext::~ComputeContext() {
-  // SPM workers first (they write responses into the shared page and post fences), then every
-  // completion-engine watch (after remove() the engine never calls them), then fence delivery, so
-  // no callback runs once the VMM believes we are gone. Then queues (their kernel contexts),
-  // mappings and objects; the device fd closes last, when the final object holding it dies.
+  // SPM workers first (they write responses into the shared page and post fences; sessions
+  // released earlier may still be finishing on the reaper), then every completion-engine watch
+  // (after remove() the engine never calls them), then fence delivery, so no callback runs once
+  // the VMM believes we are gone. Then queues (their kernel contexts), mappings and objects; the
+  // device fd closes last, when the final object holding it dies.
+  if (spm_callbacks_) spm_callbacks_->cut();
   for (uint32_t xcp = 0; xcp < spm_.size(); ++xcp)
     release_spm(xcp);
   if (engine_) {

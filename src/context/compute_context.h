@@ -189,7 +189,10 @@ class ComputeContext {
   };
   std::vector<Fired> fired_;
   std::array<std::unique_ptr<SpmSession>, 1> spm_;  // per XCP of the context's node
-  std::unique_ptr<CaptureWriter> capture_;          // RVGL_CAPTURE_DIR
+  // What every SPM session this context started reports through, released ones finishing on the
+  // reaper included; cut first when the context goes.
+  std::shared_ptr<SpmCallbacks> spm_callbacks_;
+  std::unique_ptr<CaptureWriter> capture_;  // RVGL_CAPTURE_DIR
 };
 
 }  // namespace rvgl

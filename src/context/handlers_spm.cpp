@@ -42,19 +42,20 @@ int32_t ComputeContext::cmd_spm_acquire(const Request &req, Response &) {
   const uint64_t key = device_key();
   if (!SpmArbiter::instance().try_acquire(key, q.xcp, ctx_id_)) return -EBUSY;
 
-  // Runs on the SPM worker. The shared page outlives every session (destroy releases SPM first),
-  // and a request with a response slot was only accepted once the page existed: set_dest()'s
-  // lock orders that before this call.
-  const uint32_t xcp = q.xcp;
-  auto done = [this, xcp](uint32_t rsp_off, const rvgl_rsp_spm_set_dest &rsp) {
-    if (rsp.has_data_loss) post_event(RVGL_EVENT_SPM_DATA_LOSS, xcp, rsp.has_data_loss, 0);
-    if (rsp_off != RVGL_RSP_NONE && shmem_)
-      shmem_->view().write_response(rsp_off,
-                                    {reinterpret_cast<const uint8_t *>(&rsp), sizeof(rsp)});
-  };
-  FenceDelivery *delivery = delivery_.get();
-  int err = SpmSession::create(
-      dev_, q.xcp, q.ring_idx, done, [delivery] { delivery->progress(); }, &spm_[q.xcp]);
+  if (!spm_callbacks_) {
+    // Run on an SPM worker, until the destructor cuts them (before anything they use goes). A
+    // request with a response slot was only accepted once the shared page existed: set_dest()'s
+    // lock orders that before these calls.
+    auto done = [this](uint32_t xcp, uint32_t rsp_off, const rvgl_rsp_spm_set_dest &rsp) {
+      if (rsp.has_data_loss) post_event(RVGL_EVENT_SPM_DATA_LOSS, xcp, rsp.has_data_loss, 0);
+      if (rsp_off != RVGL_RSP_NONE && shmem_)
+        shmem_->view().write_response(rsp_off,
+                                      {reinterpret_cast<const uint8_t *>(&rsp), sizeof(rsp)});
+    };
+    FenceDelivery *delivery = delivery_.get();
+    spm_callbacks_ = std::make_shared<SpmCallbacks>(done, [delivery] { delivery->progress(); });
+  }
+  int err = SpmSession::create(dev_, q.xcp, q.ring_idx, spm_callbacks_, &spm_[q.xcp]);
   if (err) {
     SpmArbiter::instance().release(key, q.xcp, ctx_id_);
     return err;

@@ -24,7 +24,6 @@ void SpmReaper::finished() {
 }
 
 void SpmReaper::retire(std::unique_ptr<SpmSession> session, std::function<void()> then) {
-  session->detach();
   {
     std::lock_guard lk(mu_);
     ++running_;

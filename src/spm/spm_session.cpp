@@ -20,9 +20,8 @@ int SpmSession::kernel_op(uint32_t op, rvgl_drm_amdgpu_spm_args *spm) {
 }
 
 int SpmSession::create(std::shared_ptr<AmdgpuDevice> dev, uint32_t xcp, uint32_t ring_idx,
-                       Completion done, Signal signalled, std::unique_ptr<SpmSession> *out) {
-  std::unique_ptr<SpmSession> s(
-      new SpmSession(dev, xcp, ring_idx, std::move(done), std::move(signalled)));
+                       std::shared_ptr<SpmCallbacks> callbacks, std::unique_ptr<SpmSession> *out) {
+  std::unique_ptr<SpmSession> s(new SpmSession(dev, xcp, ring_idx, std::move(callbacks)));
   int err;
   s->timeline_ = SyncTimeline::create(dev, &err);
   if (!s->timeline_) return err;
@@ -62,12 +61,6 @@ void SpmSession::deliver(const Destination &d) {
     if (d.object->write_guest(d.guest_offset + x * slice, base + x * slice, sizeof(h) + data) != 0)
       return;
   }
-}
-
-void SpmSession::detach() {
-  std::lock_guard lk(callbacks_mu_);
-  done_ = [](uint32_t, const rvgl_rsp_spm_set_dest &) {};
-  signalled_ = [] {};
 }
 
 SpmSession::~SpmSession() {
@@ -137,12 +130,10 @@ void SpmSession::run() {
     deliver(retired);
     retired = {};
     job.dst = {};
-    // Under callbacks_mu_, not a copy of the callbacks taken earlier: a copy could outlive a
-    // detach() and call into a context that is gone (found by fuzz-protocol).
-    std::lock_guard cb(callbacks_mu_);
-    done_(job.rsp_off, rsp);
-    timeline_->signal(point);
-    signalled_();
+    // Through the shared link, under its lock, never a copy of the callbacks taken earlier: a
+    // copy could outlive the owner's cut() and call into a context that is gone (found by
+    // fuzz-protocol). A released session still reports while its context lives.
+    callbacks_->finished(xcp_, job.rsp_off, rsp, *timeline_, point);
   }
 }
 

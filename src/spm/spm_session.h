@@ -21,6 +21,7 @@
 
 #include "amdgpu/amdgpu_device.h"
 #include "memory/memory_object.h"
+#include "spm/spm_callbacks.h"
 #include "util/mapping.h"
 #include "queue/sync_timeline.h"
 #include "rocm_virgl_protocol.h"
@@ -42,23 +43,14 @@ class SpmSession {
   // A host-owned buffer of `size` bytes for a userptr destination (pages are touched only as the
   // kernel writes them). Invalid when out of memory.
   static std::shared_ptr<Mapping> make_bounce(uint32_t size);
-  // Called on the worker when a SET_DEST finished: the response to write (header included);
-  // rsp_off is RVGL_RSP_NONE when the guest asked for none.
-  using Completion = std::function<void(uint32_t rsp_off, const rvgl_rsp_spm_set_dest &rsp)>;
-  using Signal = std::function<void()>;  // a ring point was signalled: fence delivery looks again
-
-  // Acquires the kernel's SPM on dev (the caller already holds the arbiter).
+  // Acquires the kernel's SPM on dev (the caller already holds the arbiter). Each finished
+  // SET_DEST is reported through `callbacks` (shared with the owner, who may cut them).
   static int create(std::shared_ptr<AmdgpuDevice> dev, uint32_t xcp, uint32_t ring_idx,
-                    Completion done, Signal signalled, std::unique_ptr<SpmSession> *out);
+                    std::shared_ptr<SpmCallbacks> callbacks, std::unique_ptr<SpmSession> *out);
   // Stops the stream and releases the kernel's SPM. The kernel's RELEASE waits for a SET_DEST in
   // progress (up to its timeout), so callers on the VMM's thread hand the session to
   // SpmReaper instead of destroying it themselves.
   ~SpmSession();
-
-  // From now on no response is written and no fence is signalled through the callbacks: the
-  // context that owned them may go away while the session finishes elsewhere. Waits for a callback
-  // that is running (never for a kernel call).
-  void detach();
 
   // Queues a SET_DEST; they run in order, at most kMaxPending at a time (-EBUSY beyond).
   // rsp_off RVGL_RSP_NONE: no response.
@@ -80,13 +72,9 @@ class SpmSession {
     uint32_t seqno;
     uint32_t rsp_off;
   };
-  SpmSession(std::shared_ptr<AmdgpuDevice> dev, uint32_t xcp, uint32_t ring, Completion done,
-             Signal sig)
-      : dev_(std::move(dev)),
-        xcp_(xcp),
-        ring_idx_(ring),
-        done_(std::move(done)),
-        signalled_(std::move(sig)) {}
+  SpmSession(std::shared_ptr<AmdgpuDevice> dev, uint32_t xcp, uint32_t ring,
+             std::shared_ptr<SpmCallbacks> callbacks)
+      : dev_(std::move(dev)), xcp_(xcp), ring_idx_(ring), callbacks_(std::move(callbacks)) {}
   void run();
   // A retired userptr destination: what the kernel wrote goes to the guest's pages (if still
   // theirs).
@@ -96,11 +84,7 @@ class SpmSession {
   std::shared_ptr<AmdgpuDevice> dev_;
   uint32_t xcp_;
   uint32_t ring_idx_;
-  // Held while the callbacks run and while detach() replaces them: once detach() returns, no
-  // callback of the old owner is running or will run.
-  std::mutex callbacks_mu_;
-  Completion done_;
-  Signal signalled_;
+  std::shared_ptr<SpmCallbacks> callbacks_;
   std::shared_ptr<SyncTimeline> timeline_;
   bool acquired_ = false;
 

@@ -157,3 +157,34 @@ TEST_CASE("SPM lifetimes: a deferred SET_DEST publishes its seqno before its res
   REQUIRE(wait_rsp(h, p, &rsp));
   CHECK(rsp.hdr.result == 0);
 }
+
+TEST_CASE("SPM lifetimes: SET_DESTs pending at SPM_RELEASE are answered and their fences retire",
+          "[spm]") {
+  // Released while one SET_DEST blocks in the kernel and one waits behind it: the session
+  // finishes on the reaper while the context serves on, and both responses, and the SPM ring's
+  // fence, must still reach the guest (before, the session was cut off from its context at
+  // release: no response, and a fence ready that nobody delivered).
+  ScopedKnob rate("RVGL_EMU_SPM_RATE_HZ", "10", "1000");  // never fills: the call blocks
+  const bool async = GENERATE(false, true);
+  INFO((async ? "async callbacks" : "poll mode"));
+  for (int round = 0; round < 3; ++round) {
+    ContextHarness h(test_config(), async);
+    h.create_shmem();
+    REQUIRE((h.capset().features & RVGL_FEATURE_SPM) != 0);
+    auto a = h.mapped_bo(kDest), b = h.mapped_bo(kDest), c = h.mapped_bo(kDest);
+    REQUIRE(acquire(h) == 0);
+    set_dest(h, a.bo, 0, kDest, 0);
+    const Pending blocked = set_dest(h, b.bo, 0, kDest, 300);
+    const Pending queued = set_dest(h, c.bo, 0, kDest, 300);
+    REQUIRE(h.fence(kRing, 1) == 0);
+    rvgl_req_spm_release rel{};
+    REQUIRE(h.call<rvgl_rsp_spm_release>(RVGL_CMD_SPM_RELEASE, rel).hdr.result == 0);
+    rvgl_rsp_spm_set_dest rsp;
+    REQUIRE(wait_rsp(h, blocked, &rsp));
+    CHECK((rsp.hdr.result == 0 || rsp.hdr.result == -ECANCELED));
+    REQUIRE(wait_rsp(h, queued, &rsp));
+    CHECK(rsp.hdr.result == -ECANCELED);  // never reached the kernel
+    CHECK(h.wait_fence(kRing, 1, 5000));
+    SpmReaper::instance().drain();
+  }
+}

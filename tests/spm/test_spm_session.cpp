@@ -13,15 +13,15 @@
 using namespace rvgl;
 using namespace std::chrono_literals;
 
-TEST_CASE("a detached SPM session never calls back into its old owner", "[spm][session]") {
+TEST_CASE("SPM callbacks once cut never call back into their old owner", "[spm][session]") {
   SpmReaper::instance().drain();  // no SPM left held by an earlier test
   int err = 0;
   auto dev = AmdgpuDevice::open(choose_render_node(""), &err);
   REQUIRE(dev);
   std::atomic<bool> in_done{false}, let_go{false}, detached{false}, late_call{false};
-  // The owner's completion is slow (a response write racing a context teardown); the owner
-  // detaches meanwhile and then goes away. Its callbacks must not run after detach() returned.
-  auto done = [&](uint32_t, const rvgl_rsp_spm_set_dest &) {
+  // The owner's completion is slow (a response write racing a context teardown); the owner cuts
+  // the link meanwhile and then goes away. Its callbacks must not run after cut() returned.
+  auto done = [&](uint32_t, uint32_t, const rvgl_rsp_spm_set_dest &) {
     in_done = true;
     while (!let_go)
       std::this_thread::sleep_for(1ms);
@@ -29,17 +29,18 @@ TEST_CASE("a detached SPM session never calls back into its old owner", "[spm][s
   auto signalled = [&] {
     if (detached) late_call = true;
   };
+  auto link = std::make_shared<SpmCallbacks>(done, signalled);
   std::unique_ptr<SpmSession> s;
-  REQUIRE(SpmSession::create(dev, 0, 7, done, signalled, &s) == 0);
+  REQUIRE(SpmSession::create(dev, 0, 7, link, &s) == 0);
   REQUIRE(s->set_dest({}, 0, 1, RVGL_RSP_NONE) == 0);  // a stop: returns from the kernel at once
   for (int i = 0; i < 5000 && !in_done; ++i)
     std::this_thread::sleep_for(1ms);
   REQUIRE(in_done);
   std::thread owner([&] {
-    s->detach();
+    link->cut();
     detached = true;
   });
-  std::this_thread::sleep_for(100ms);  // a detach() that does not wait has returned by now
+  std::this_thread::sleep_for(100ms);  // a cut() that does not wait has returned by now
   let_go = true;
   owner.join();
   s.reset();
