@@ -169,9 +169,10 @@ void Router::context_destroy(uint32_t ctx_id) {
     }
   }
   if (doomed) {
-    // Silenced before the last reference goes: a poll of this context in progress on this thread
-    // (the VMM destroying it from write_context_fence) holds one until it returns.
-    doomed->stop_callbacks();
+    // Closed before the last reference goes: a poll of this context in progress on this thread
+    // (the VMM destroying it from write_context_fence) holds one until it returns, and the VMM
+    // may take the guest's pages back as soon as this call returns.
+    doomed->close();
     return;  // destroyed here, outside the lock (it waits out its engine callbacks)
   }
   if (auto real = RVGL_REAL(virgl_renderer_context_destroy)) real(ctx_id);

@@ -116,11 +116,16 @@ std::unique_ptr<ComputeContext> ComputeContext::create(Options opts, int *err) {
 }
 
 ComputeContext::~ComputeContext() {
+  close();
+}
+
+void ComputeContext::close() {
   // SPM workers first (they write responses into the shared page and post fences; sessions
   // released earlier may still be finishing on the reaper), then every completion-engine watch
   // (after remove() the engine never calls them), then fence delivery, so no callback runs once
-  // the VMM believes we are gone. Then queues (their kernel contexts), mappings and objects; the
-  // device fd closes last, when the final object holding it dies.
+  // the VMM believes we are gone. Then queues (their kernel contexts), mappings and objects,
+  // every use of the guest's pages revoked; the device fd closes last, when the final object
+  // holding it dies. Each step is a no-op the second time (the destructor after destroy).
   if (spm_callbacks_) spm_callbacks_->cut();
   for (uint32_t xcp = 0; xcp < spm_.size(); ++xcp)
     release_spm(xcp);
@@ -130,6 +135,7 @@ ComputeContext::~ComputeContext() {
       engine_->remove(d.id);
     draining_.clear();
     if (health_timer_) engine_->remove(health_timer_);
+    health_timer_ = 0;
   }
   if (delivery_) delivery_->stop();
   queues_.clear();
@@ -194,10 +200,6 @@ void ComputeContext::poll() {
   if (delivery_->drain_poll_fd() && !delivery_->stopped()) deliver_polled();
 }
 
-void ComputeContext::stop_callbacks() {
-  delivery_->stop();
-}
-
 void ComputeContext::deliver_polled() {
   fired_.clear();
   if (delegates_points()) {
@@ -209,6 +211,7 @@ void ComputeContext::deliver_polled() {
       report_delegated(*d.watch, d.id, now);
   }
   delivery_->poll();
+  if (delivery_->stopped()) return;  // closed by one of the callbacks: its watches are gone
   // Registered again only after the callbacks: the registration is an ioctl, and a point reached
   // meanwhile signals the fd as soon as it is registered.
   for (const Fired &f : fired_)

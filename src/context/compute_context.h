@@ -90,10 +90,11 @@ class ComputeContext {
   // Poll mode, VMM thread: reports what woke it (docs/threads.md "Poll mode without a hop"), then
   // delivers.
   void poll();
-  // The VMM is letting go (context destroy): no callback for this context runs once this returns,
-  // not even the rest of a batch whose callback called it. The context itself may live on until
-  // the caller's poll returns.
-  void stop_callbacks();
+  // Context destroy: everything the destructor does, now. No callback for this context runs once
+  // this returns (not even the rest of a batch whose callback called it), its kernel objects are
+  // gone and every use of the guest's pages is revoked, although the object itself may live on
+  // until a poll of it in progress on this thread returns. Nothing else may be called after.
+  void close();
 
   const rvgl_capset &capset() const { return facts_.capset; }
   uint32_t ctx_id() const { return ctx_id_; }

@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "../../tools/common/amd_packets.h"
+#include "guest_pages.h"
 #include "renderer_fixture.h"
 #include "rocm_guest.h"
 
@@ -20,20 +21,6 @@ namespace pk = rvgl::packets;
 namespace {
 
 constexpr uint64_t kKiB = 1024;
-
-// Page-aligned anonymous memory standing in for guest RAM behind a userptr blob.
-struct GuestPages {
-  explicit GuestPages(size_t n) : size(n) {
-    ptr = static_cast<uint8_t *>(
-        mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
-    if (ptr == MAP_FAILED) throw std::runtime_error("mmap");
-  }
-  ~GuestPages() { munmap(ptr, size); }
-  GuestPages(const GuestPages &) = delete;
-  GuestPages &operator=(const GuestPages &) = delete;
-  uint8_t *ptr;
-  size_t size;
-};
 
 Renderer::Options rocm_options(bool async) {
   Renderer::Options o;

@@ -4,6 +4,7 @@
 
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -14,6 +15,7 @@
 
 #include "../../tools/common/amd_packets.h"
 #include "rvgl_emu.h"
+#include "guest_pages.h"
 #include "renderer_fixture.h"
 #include "rocm_guest.h"
 
@@ -198,9 +200,10 @@ TEST_CASE("destroy with work queued, then reset, then start again", "[hooks][rob
 TEST_CASE("a context destroyed inside its fence callback is told nothing more", "[hooks][robust]") {
   // A poll-mode VMM may tear a context down from write_context_fence (the guest died, a fence
   // said so). After destroy returns, nothing more may reach it for that context: not the rest of
-  // the batch its poll took, not a second look of that poll. Two rings' fences retire in one
-  // poll; the first callback destroys the context. Repeated, as the order of the two jobs'
-  // completions varies.
+  // the batch its poll took, not a second look of that poll; and once the VMM has also unref'd a
+  // userptr blob, the guest's pages are its own again, although the poll has not returned. Two
+  // rings' fences retire in one poll; the first callback destroys the context and drops the
+  // blob. Repeated, as the order of the two jobs' completions varies.
   Renderer r(plain());
   REQUIRE(r.result() == 0);
   for (uint32_t round = 0; round < 20; ++round) {
@@ -218,9 +221,20 @@ TEST_CASE("a context destroyed inside its fence callback is told nothing more", 
     pk::sdma_const_fill(fill, va, 0x55u, 4096);
     pk::sdma_pad(fill);
     std::memcpy(ib, fill.data(), fill.size() * 4);
+    // Guest RAM handed over as a userptr blob and mapped for the GPU.
+    GuestPages pages(kSize);
+    const iovec iov{pages.ptr, kSize};
+    const uint32_t ures = g.next_res_id();
+    rvgl_emu_counters c0{}, c{};
+    rvgl_emu_get_counters(&c0, sizeof c0);
+    const uint64_t userptrs_before = c0.userptr_alive;
+    REQUIRE(g.create_blob(ures, VIRGL_RENDERER_BLOB_MEM_GUEST, RVGL_BLOB_FLAG_USERPTR, 0, kSize,
+                          &iov, 1) == 0);
+    REQUIRE(g.va_map(0, ures, va + 2 * kSize, kSize) == 0);
+    rvgl_emu_get_counters(&c, sizeof c);
+    REQUIRE(c.userptr_alive == userptrs_before + 1);
     const uint32_t q1 = g.queue_create(RVGL_IP_SDMA, 1);
     const uint32_t q2 = g.queue_create(RVGL_IP_SDMA, 2);
-    rvgl_emu_counters c0{}, c{};
     rvgl_emu_get_counters(&c0, sizeof c0);
     g.submit(q1, va + kSize, fill.size());
     g.submit(q2, va + kSize, fill.size());
@@ -235,9 +249,14 @@ TEST_CASE("a context destroyed inside its fence callback is told nothing more", 
     REQUIRE(c.jobs_completed - c0.jobs_completed == 2);
 
     uint32_t told = 0;
+    uint64_t userptrs_left = UINT64_MAX;  // the emulated kernel's, once destroy and unref returned
     r.after_context_fence([&](uint32_t c_id, uint32_t, uint64_t) {
-      if (c_id != ctx) return;
-      if (++told == 1) virgl_renderer_context_destroy(ctx);
+      if (c_id != ctx || ++told != 1) return;
+      virgl_renderer_context_destroy(ctx);
+      virgl_renderer_resource_unref(ures);
+      rvgl_emu_counters now{};
+      rvgl_emu_get_counters(&now, sizeof now);
+      userptrs_left = now.userptr_alive - userptrs_before;
     });
     const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
     while (!told && std::chrono::steady_clock::now() < until) {
@@ -249,6 +268,7 @@ TEST_CASE("a context destroyed inside its fence callback is told nothing more", 
       virgl_renderer_poll();  // the VMM's timer, after the destroy
     r.after_context_fence(nullptr);
     CHECK(told == 1);
+    CHECK(userptrs_left == 0);
     for (uint32_t id : {res, ib_res, g.shmem_res()})
       virgl_renderer_resource_unref(id);
   }
