@@ -120,11 +120,8 @@ int virgl_renderer_resource_attach_iov(int res_handle, struct iovec *iov, int nu
 
 void virgl_renderer_resource_detach_iov(int res_handle, struct iovec **iov_p, int *num_iovs_p) {
   guarded_void(__func__, [&] {
-    if (Router::get().owns_resource(static_cast<uint32_t>(res_handle))) {
-      if (iov_p) *iov_p = nullptr;
-      if (num_iovs_p) *num_iovs_p = 0;
+    if (Router::get().resource_detach_iov(static_cast<uint32_t>(res_handle), iov_p, num_iovs_p))
       return;
-    }
     if (auto real = RVGL_REAL(virgl_renderer_resource_detach_iov))
       real(res_handle, iov_p, num_iovs_p);
   });

@@ -4,7 +4,10 @@
 // to the context (and to the fd); this is the VMM-facing half.
 #pragma once
 
+#include <sys/uio.h>
+
 #include <cstdint>
+#include <utility>
 
 #include "context/compute_context.h"
 #include "util/mapping.h"
@@ -34,6 +37,16 @@ class RocmResource {
   void *priv() const { return priv_; }
   void set_priv(void *p) { priv_ = p; }
 
+  // The VMM's iovecs of a blob with guest storage (its own array, never ours to free), handed
+  // back once by detach_iov, as the real library does; null after that or for host blobs.
+  void set_vmm_iov(const iovec *iov, int count) {
+    vmm_iov_ = iov;
+    vmm_iov_count_ = count;
+  }
+  std::pair<const iovec *, int> take_vmm_iov() {
+    return {std::exchange(vmm_iov_, nullptr), std::exchange(vmm_iov_count_, 0)};
+  }
+
   // A new fd on the same memory for the caller to own; -errno on failure.
   int dup_fd(UniqueFd *out) const;
 
@@ -56,6 +69,8 @@ class RocmResource {
   uint32_t map_info_;
   Mapping mapping_;
   void *priv_ = nullptr;
+  const iovec *vmm_iov_ = nullptr;
+  int vmm_iov_count_ = 0;
 };
 
 }  // namespace rvgl::hooks

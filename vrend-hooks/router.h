@@ -90,6 +90,9 @@ class Router {
   template <class Create>
   int real_resource_create(uint32_t res_id, int refusal, Create &&create);
   void resource_unref(uint32_t res_id);
+  // Ours: every context lets go of the blob's guest pages, then the VMM gets its iovecs back
+  // (it unmaps them when this returns); true. Not ours: false.
+  bool resource_detach_iov(uint32_t res_id, iovec **iov_p, int *num_iovs_p);
   // Runs f(RocmResource&) under the table lock when res_id is ours; false otherwise.
   template <class F>
   bool with_resource(uint32_t res_id, F &&f);

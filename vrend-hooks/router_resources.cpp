@@ -47,9 +47,32 @@ int Router::resource_create_blob(const virgl_renderer_resource_create_blob_args 
   if (int err = c->create_blob(ba, &exp)) return err;
 
   std::lock_guard lk(mu_);
-  resources_.emplace(args->res_handle,
-                     RocmResource(args->ctx_id, args->blob_mem, args->size, std::move(exp)));
+  auto [it, added] = resources_.emplace(
+      args->res_handle, RocmResource(args->ctx_id, args->blob_mem, args->size, std::move(exp)));
+  if (guest_storage) it->second.set_vmm_iov(args->iovecs, static_cast<int>(args->num_iovs));
   return 0;
+}
+
+bool Router::resource_detach_iov(uint32_t res_id, iovec **iov_p, int *num_iovs_p) {
+  std::pair<const iovec *, int> iov{nullptr, 0};
+  {
+    std::lock_guard lk(mu_);
+    auto it = resources_.find(res_id);
+    if (it == resources_.end()) return false;
+    iov = it->second.take_vmm_iov();
+  }
+  // QEMU unmaps the iovecs it gets back (virtio_gpu_cleanup_mapping_iov, before it unrefs the
+  // resource or on DETACH_BACKING): no context may use those pages once this returns. The blob
+  // stays a resource until unref, with no storage: the guest can no longer name it.
+  if (iov.first) {
+    for (auto &c : all_contexts())
+      c->detach_resource(res_id);
+  }
+  // The VMM's own array: create_blob takes it const, detach_iov gives it back as the VMM's to
+  // free, as the real library does.
+  if (iov_p) *iov_p = const_cast<iovec *>(iov.first);
+  if (num_iovs_p) *num_iovs_p = iov.second;
+  return true;
 }
 
 void Router::resource_unref(uint32_t res_id) {

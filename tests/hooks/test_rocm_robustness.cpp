@@ -273,3 +273,46 @@ TEST_CASE("a context destroyed inside its fence callback is told nothing more", 
       virgl_renderer_resource_unref(id);
   }
 }
+
+TEST_CASE("detach_iov hands a userptr blob's iovecs back, the pages let go first",
+          "[hooks][robust]") {
+  // QEMU asks for the iovecs before it unrefs a resource (and on DETACH_BACKING) and unmaps what
+  // it gets back: the real library returns the array the VMM gave it. Ours did not (QEMU leaked
+  // each blob's mapping), and must revoke every use of the pages before handing them back.
+  Renderer r(plain());
+  REQUIRE(r.result() == 0);
+  RocmGuest g(1, 100);
+  g.start();
+  GuestPages pages(kSize);
+  iovec iov{pages.ptr, kSize};
+  rvgl_emu_counters c0{}, c{};
+  rvgl_emu_get_counters(&c0, sizeof c0);
+  const uint32_t res = g.next_res_id();
+  REQUIRE(g.create_blob(res, VIRGL_RENDERER_BLOB_MEM_GUEST, RVGL_BLOB_FLAG_USERPTR, 0, kSize, &iov,
+                        1) == 0);
+  const uint64_t va = g.caps().va_start;
+  REQUIRE(g.va_map(0, res, va, kSize) == 0);
+  rvgl_emu_get_counters(&c, sizeof c);
+  REQUIRE(c.userptr_alive == c0.userptr_alive + 1);
+
+  iovec *back = nullptr;
+  int n = -1;
+  virgl_renderer_resource_detach_iov(static_cast<int>(res), &back, &n);
+  CHECK(back == &iov);
+  CHECK(n == 1);
+  rvgl_emu_get_counters(&c, sizeof c);
+  CHECK(c.userptr_alive == c0.userptr_alive);      // revoked before it returned
+  CHECK(g.va_map(0, res, va + kSize, kSize) < 0);  // the guest can no longer name it
+  // Once only; the resource itself lives until unref. A host blob has no iovecs to give.
+  virgl_renderer_resource_detach_iov(static_cast<int>(res), &back, &n);
+  CHECK(back == nullptr);
+  CHECK(n == 0);
+  back = &iov;
+  virgl_renderer_resource_detach_iov(static_cast<int>(g.shmem_res()), &back, &n);
+  CHECK(back == nullptr);
+  CHECK(n == 0);
+  CHECK(nop(g) == 0);
+  virgl_renderer_resource_unref(res);
+  virgl_renderer_resource_unref(g.shmem_res());
+  virgl_renderer_context_destroy(1);
+}
