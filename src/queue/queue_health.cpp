@@ -80,7 +80,8 @@ void QueueHealth::refused(uint32_t handle) {
   rearm_();  // rare: the kernel refused work; let the engine run the check
 }
 
-bool QueueHealth::completed(uint32_t handle, uint64_t point, int64_t now) {
+bool QueueHealth::completed(uint32_t handle, const KernelQueue &queue, uint64_t point,
+                            int64_t now) {
   std::unique_lock lk(mu_);
   if (waiting_signal_) {
     // Rare (a fault's interrupt late behind the user fence), and not paced: at most one look per
@@ -90,7 +91,8 @@ bool QueueHealth::completed(uint32_t handle, uint64_t point, int64_t now) {
     lk.lock();
   }
   auto it = queues_.find(handle);
-  if (it == queues_.end()) return false;
+  // Destroyed (its handle maybe already a new queue's): never looked at again.
+  if (it == queues_.end() || it->second.queue.get() != &queue) return false;
   it->second.dirty = true;
   if (point > it->second.reached) it->second.reached = point;
   if (point > it->second.signalled) it->second.signalled = point;
@@ -98,7 +100,8 @@ bool QueueHealth::completed(uint32_t handle, uint64_t point, int64_t now) {
   return check_due_locked(now, true);
 }
 
-bool QueueHealth::completed_later(uint32_t handle, uint64_t point, int64_t now, Known known) {
+bool QueueHealth::completed_later(uint32_t handle, const KernelQueue &queue, uint64_t point,
+                                  int64_t now, Known known) {
   // A check under way (it holds check_mu_ throughout) may be classifying this very completion:
   // not deferred. Held to the end, so none starts before the mark below is made.
   std::unique_lock no_check(check_mu_, std::try_to_lock);
@@ -116,7 +119,8 @@ bool QueueHealth::completed_later(uint32_t handle, uint64_t point, int64_t now, 
     if ((!last_check_ns_ || now >= at) && !(known.ran_to_end && known.signalled)) return false;
     if (waiting_signal_) return false;
     auto it = queues_.find(handle);
-    if (it == queues_.end()) return true;  // destroyed: never looked at again
+    // Destroyed (its handle maybe already a new queue's): never looked at again.
+    if (it == queues_.end() || it->second.queue.get() != &queue) return true;
     it->second.dirty = true;
     if (point > it->second.reached) it->second.reached = point;
     if (known.signalled && point > it->second.signalled) it->second.signalled = point;
@@ -416,13 +420,16 @@ void QueueHealth::check(int64_t now) {
         fault_owner = &s;
         break;
       }
-    if (!fault_owner && seen.size() == 1 && users.empty() && !seen[0].before.lost)
-      fault_owner = &seen[0];
-    // With user queues looked at too, check_users() decides who gets it.
-    if (!fault_owner && users.empty())
-      post(RVGL_EVENT_VM_FAULT, RVGL_EVENT_QUEUE_NONE, fault.addr,
-           fault.status | (uint64_t{fault.vmhub} << 32));
+    // A queue lost before this look completes nothing new (a cancelled job's signal, a refused
+    // submission): it neither owns the fault nor keeps another queue from owning it.
+    Seen *only_live = nullptr;
+    size_t live = 0;
+    for (Seen &s : seen)
+      if (!s.before.lost) ++live, only_live = &s;
+    if (!fault_owner && live == 1 && users.empty()) fault_owner = only_live;
   }
+  // An unowned fault: check_users() gives it to the only user queue looked at, or posts it once
+  // for no queue.
   check_users(users, new_fault && !fault_owner, fault);
 
   bool hang = false;  // classified now: its recovery may count the reset only later

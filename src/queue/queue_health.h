@@ -92,7 +92,8 @@ class QueueHealth final : public CompletionEngine::Watch, public ResetListener {
   // point's kernel signal runs first, without this completion. Marks it for a check; true when
   // the check is due now, and the caller runs it (check()): before it makes the point known, or
   // right after it delivered the point's fences when the job there ran to its end (QueueWatch).
-  bool completed(uint32_t handle, uint64_t point, int64_t now_ns);
+  // `queue` is the one the caller watches: a handle reused by a newer queue is not it.
+  bool completed(uint32_t handle, const KernelQueue &queue, uint64_t point, int64_t now_ns);
   // What the caller of completed_later() knows of the point it reports.
   struct Known {
     bool ran_to_end = false;  // the user fence shows the job there done: no error of its own
@@ -106,7 +107,8 @@ class QueueHealth final : public CompletionEngine::Watch, public ResetListener {
   // once if it has passed), as completed() would, and true says the caller may make the point
   // known; otherwise nothing is marked and false says the engine must look first (it classifies
   // before the point is known).
-  bool completed_later(uint32_t handle, uint64_t point, int64_t now_ns, Known known);
+  bool completed_later(uint32_t handle, const KernelQueue &queue, uint64_t point, int64_t now_ns,
+                       Known known);
   // Engine thread: classifies every marked queue now.
   void check(int64_t now_ns);
 

@@ -17,7 +17,7 @@ uint64_t QueueWatch::arm_point() {
 
 void QueueWatch::reached(uint64_t point) {
   const int64_t now = monotonic_ns();
-  const bool due = !retired() && health_.completed(handle_, point, now);
+  const bool due = !retired() && health_.completed(handle_, *queue_, point, now);
   // A check due now runs before the point is made known (a fence created now on the VMM's
   // thread retires inline once it is), so a guest that gets the fence of a failed job and asks
   // QUEUE_STATE finds it classified. A job that wrote its user fence ran to its end and carries
@@ -36,7 +36,7 @@ bool QueueWatch::reached_early(uint64_t point) {
 }
 
 bool QueueWatch::reached_here(uint64_t point, int64_t now, QueueHealth::Known known) {
-  if (!retired() && !health_.completed_later(handle_, point, now, known)) return false;
+  if (!retired() && !health_.completed_later(handle_, *queue_, point, now, known)) return false;
   queue_->timeline()->note_reached(point);
   return true;  // the caller's poll delivers what waited for it
 }
