@@ -175,9 +175,9 @@ int ComputeContext::create_fence(uint32_t ring_idx, uint64_t fence_id, bool merg
   } else if (ring_idx == RVGL_RING_EVENTS) {
     // Retires at once while the guest has unread records, else with the next record. The ring
     // lives as long as the context, which outlives every pending fence: an aliasing pointer.
-    if (events_.attached() && !events_.unread()) {
+    if (const uint64_t next = events_.fence_point()) {
       src = std::shared_ptr<const FenceSource>(std::shared_ptr<void>(), &events_);
-      point = events_.points() + 1;
+      point = next;
     }
   } else if (rings_[ring_idx] == RingUse::kSpm) {
     const SpmSession *s = spm_[ring_queue_[ring_idx]].get();

@@ -58,9 +58,11 @@ uint32_t EventRing::dropped_unattached() const {
   return unattached_;
 }
 
-bool EventRing::unread() const {
+uint64_t EventRing::fence_point() const {
   std::lock_guard lk(mu_);
-  return attached_ && __atomic_load_n(&view_.header()->event_rptr, __ATOMIC_ACQUIRE) != wptr_;
+  if (!attached_ || __atomic_load_n(&view_.header()->event_rptr, __ATOMIC_ACQUIRE) != wptr_)
+    return 0;
+  return points_.load(std::memory_order_relaxed) + 1;  // written under mu_ (post())
 }
 
 }  // namespace rvgl

@@ -39,8 +39,11 @@ class EventRing final : public FenceSource {
   uint64_t reached() const override { return points(); }
   uint32_t overflows() const;
   uint32_t dropped_unattached() const;
-  // The guest has records it has not consumed (its event_rptr is behind).
-  bool unread() const;
+  // The point a fence created now on the events ring waits for, from one look under the ring's
+  // lock (a record posted between two looks would make the fence wait for the one after it): 0
+  // while the guest has unread records or no shared page (the fence retires at once), else the
+  // next record's.
+  uint64_t fence_point() const;
 
  private:
   std::function<void()> notify_;
