@@ -62,7 +62,8 @@ class FenceDelivery {
   // Poll mode, VMM thread: consumes the poll fd's wakeups; whether there was one. Whoever drains
   // looks at the points again afterwards, so a completion signalled before the drain is not lost.
   bool drain_poll_fd();
-  // Delivers what the engine queued, then what the timelines are known to have reached.
+  // Delivers what the engine queued, then what the timelines are known to have reached; with
+  // async callbacks, exactly as progress() does.
   void poll();
 
   // After stop() returns no callback runs or will run, whatever thread asks; called from inside
