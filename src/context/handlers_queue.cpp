@@ -24,7 +24,11 @@ int32_t ComputeContext::cmd_queue_create(const Request &req, Response &rsp) {
   if (q.priority > RVGL_PRIORITY_HIGH || !valid_ring(q.ring_idx)) return -EINVAL;
   if (rings_[q.ring_idx] != RingUse::kFree) return -EBUSY;
   const rvgl_capset &cap = facts_.capset;
-  if (queues_.size() >= limits_.max_queues) return -ENOSPC;
+  // A destroyed queue whose fences still wait keeps its kernel context, timeline, user fence
+  // page and watch until they retire: it counts until then, or a guest destroying busy queues
+  // in a loop would hold kernel objects and fds without a bound.
+  collect_drained();
+  if (queues_.size() + draining_.size() >= limits_.max_queues) return -ENOSPC;
 
   auto entry = std::make_shared<Queue>();
   entry->ring_idx = q.ring_idx;
@@ -51,7 +55,6 @@ int32_t ComputeContext::cmd_queue_create(const Request &req, Response &rsp) {
     if (int err = UserQueue::create(dev_, q, std::move(db), &uq)) return err;
     entry->user = std::move(uq);
   }
-  collect_drained();
   Queue *raw = entry.get();
   const uint32_t handle = queues_.insert(std::move(entry));
   if (!handle) return -ENOSPC;

@@ -6,7 +6,9 @@
 
 #include <cerrno>
 
+#include "../tools/common/amd_packets.h"
 #include "support/context_harness.h"
+#include "support/scoped_knob.h"
 #include "support/stream_builder.h"
 
 using namespace rvgl;
@@ -112,6 +114,39 @@ TEST_CASE("queue quota", "[context][quota]") {
   REQUIRE(h.queue_destroy(q2) == 0);
   h.queue_create(RVGL_IP_COMPUTE, 3, &r);
   CHECK(r == 0);
+}
+
+TEST_CASE("a destroyed queue counts against the queue quota until its fences retire",
+          "[context][quota]") {
+  // Its kernel context, timeline and watch stay while fences wait on it: a guest destroying busy
+  // queues in a loop must not hold them beyond the quota (found by an audit: 200 rounds with a
+  // quota of 1 held 200 kernel contexts and 401 fds).
+  ScopedKnob slow("RVGL_EMU_JOB_LATENCY_US", "300000");
+  REQUIRE(slow.ok());
+  Config c = test_config();
+  c.limits.max_queues = 1;
+  ContextHarness h(c);
+  h.create_shmem();
+  const uint64_t va0 = h.capset().va_start;
+  auto buf = h.mapped_bo(64 * 1024), ib = h.mapped_bo(64 * 1024);
+  REQUIRE(h.va_map(buf.bo, 0, 0, va0, 64 * 1024) == 0);
+  REQUIRE(h.va_map(ib.bo, 0, 0, va0 + 1024 * 1024, 64 * 1024) == 0);
+  std::vector<uint32_t> dw;
+  packets::pm4_write_data(dw, va0, {1});
+  const rvgl_ib job = ContextHarness::write_ib(ib, va0 + 1024 * 1024, dw);
+  for (uint64_t round = 1; round <= 3; ++round) {
+    int32_t r;
+    const uint32_t q = h.queue_create(RVGL_IP_COMPUTE, 3, &r);
+    REQUIRE(r == 0);
+    h.submit(q, {job}, {}, &r);
+    REQUIRE(r == 0);
+    REQUIRE(h.fence(3, round) == 0);
+    REQUIRE(h.queue_destroy(q) == 0);
+    h.queue_create(RVGL_IP_COMPUTE, 3, &r);
+    CHECK(r == -ENOSPC);  // its job still runs, a fence waits for it
+    REQUIRE(h.wait_fence(3, round));
+    // Retired: the next QUEUE_CREATE finds it gone (the loop's own create).
+  }
 }
 
 TEST_CASE("submit size and IB count limits", "[context][quota]") {
