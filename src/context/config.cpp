@@ -31,6 +31,7 @@ Config Config::from_env() {
   read_number("RVGL_MAX_GTT_MB", &l.max_gtt_bytes, uint64_t{1} << 20);
   read_number("RVGL_MAX_USERPTR_MB", &l.max_userptr_bytes, uint64_t{1} << 20);
   read_number("RVGL_MAX_QUEUES", &l.max_queues);
+  read_number("RVGL_MAX_VA_MAPPINGS", &l.max_va_mappings);
   read_number("RVGL_MAX_SUBMIT_BYTES", &l.max_submit_bytes);
   read_number("RVGL_MAX_IBS", &l.max_ibs_per_submit);
   read_number("RVGL_MAX_WAITS", &l.max_waits_per_submit);

@@ -143,6 +143,7 @@ int32_t ContextMemory::va_map(const rvgl_req_va_map &q) {
   if (int err = va_.check_free(q.va, q.size)) return err;
   if (!range_within(q.offset, q.size, obj->size())) return -EINVAL;
   if ((q.flags & RVGL_VA_FLAG_WRITE) && obj->gpu_read_only()) return -EACCES;
+  if (va_.count() >= limits_.max_va_mappings) return -ENOSPC;
 
   const uint32_t kflags = kernel_va_flags(q.flags);
   int err = 0;
