@@ -76,8 +76,11 @@ ContextMemory::ContextMemory(std::shared_ptr<AmdgpuDevice> dev, uint64_t feature
       bo_list_(dev_) {}
 
 ContextMemory::~ContextMemory() {
+  // The kernel's BO list goes first, so the mappings go without an update of it each: one per
+  // unmap made a context of n objects cost n lists of up to n entries to tear down.
+  bo_list_.destroy();
   for (auto &m : va_.take_all())
-    unmap(m);
+    unmap_pieces(m);
   // The guest's pages are the VMM's again: no host use of them may outlive the context, whoever
   // still holds a reference (an SPM session finishing on the reaper).
   for (auto &[id, r] : resources_)
@@ -335,20 +338,29 @@ int ContextMemory::lookup_object(uint32_t bo, uint32_t res_id,
   return *out ? 0 : -ENOENT;
 }
 
-void ContextMemory::unmap(const VaMapping &m) {
+void ContextMemory::unmap_pieces(const VaMapping &m) {
   m.object->for_each_piece(m.offset, m.size,
                            [&](uint32_t handle, uint64_t off, uint64_t gpu_off, uint64_t len) {
                              dev_->gem_va(AMDGPU_VA_OP_UNMAP, handle, m.va + gpu_off, off, len, 0);
                              resident_.remove(handle);
                            });
+}
+
+void ContextMemory::drop_unmapped_from_bo_list() {
   // The kernel's BO list holds references too: an unmapped object must not live on through it.
   uint32_t list;
   bo_list_.sync(resident_, &list);
 }
 
+void ContextMemory::unmap(const VaMapping &m) {
+  unmap_pieces(m);
+  drop_unmapped_from_bo_list();
+}
+
 void ContextMemory::unmap_object(const MemoryObject *obj) {
   for (auto &m : va_.take_object(obj))
-    unmap(m);
+    unmap_pieces(m);
+  drop_unmapped_from_bo_list();  // once for all of the object's mappings
 }
 
 MemoryStats ContextMemory::stats() const {

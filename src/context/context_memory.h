@@ -118,6 +118,8 @@ class ContextMemory {
   int export_object(const MemoryObject &obj, BlobExport *out);
   void unmap(const VaMapping &m);
   void unmap_object(const MemoryObject *obj);
+  void unmap_pieces(const VaMapping &m);  // the kernel's VA only
+  void drop_unmapped_from_bo_list();
 
   std::shared_ptr<AmdgpuDevice> dev_;
   const uint64_t features_;  // RVGL_FEATURE_* of the capset

@@ -3,7 +3,12 @@
 namespace rvgl {
 
 KernelBoList::~KernelBoList() {
+  destroy();
+}
+
+void KernelBoList::destroy() {
   if (handle_) dev_->bo_list_destroy(handle_);
+  handle_ = 0;
 }
 
 int KernelBoList::sync(ResidentSet &set, uint32_t *handle) {

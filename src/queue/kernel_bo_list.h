@@ -23,6 +23,8 @@ class KernelBoList {
   // what a CS passes (0 while the set is empty). VMM thread.
   int sync(ResidentSet &set, uint32_t *handle);
   uint64_t updates() const { return updates_; }
+  // The kernel's list goes now (its references with it); no sync() may follow. Teardown.
+  void destroy();
 
  private:
   std::shared_ptr<AmdgpuDevice> dev_;
