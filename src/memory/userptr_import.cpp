@@ -237,18 +237,20 @@ int import_udmabuf(const std::shared_ptr<AmdgpuDevice> &dev, HostFileRanges &map
   if (err) return err;
 
   HandleGuard guard(*dev);
-  std::vector<UniqueFd> bufs;
-  bufs.reserve(sv.udmabufs);
+  uint64_t made = 0;
   UdmabufList list(static_cast<uint32_t>(std::min<uint64_t>(opt.udmabuf_max_items, UINT32_MAX)));
   auto flush = [&]() -> int {
     // Never more udmabufs than the survey counted (and the quota allowed).
-    if (bufs.size() >= sv.udmabufs) return -EFAULT;
+    if (made >= sv.udmabufs) return -EFAULT;
     UniqueFd buf;
     if (int e = udev.create(list, &buf)) return e;
     uint32_t h;
     if (int e = dev->prime_import(buf.get(), &h)) return e;
+    // The import holds the dma-buf (drm_gem_prime_import() takes its own reference through the
+    // attachment), so its fd closes here: a blob of scattered pages costs the VMM no descriptor,
+    // and closing the handle (revoke) releases the pages.
     guard.add(h, list.bytes());
-    bufs.push_back(std::move(buf));
+    ++made;
     list.clear();
     return 0;
   };
@@ -267,11 +269,7 @@ int import_udmabuf(const std::shared_ptr<AmdgpuDevice> &dev, HostFileRanges &map
     if (err) return err;
   }
   if ((err = flush())) return err;
-  auto obj =
-      std::make_shared<MemoryObject>(dev, MemoryObject::Kind::kUserptr, 0, guard.release(), ro);
-  for (auto &b : bufs)
-    obj->keep_alive(std::move(b));
-  *out = std::move(obj);
+  *out = std::make_shared<MemoryObject>(dev, MemoryObject::Kind::kUserptr, 0, guard.release(), ro);
   return 0;
 }
 
