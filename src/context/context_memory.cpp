@@ -348,8 +348,10 @@ void ContextMemory::unmap_pieces(const VaMapping &m) {
 
 void ContextMemory::drop_unmapped_from_bo_list() {
   // The kernel's BO list holds references too: an unmapped object must not live on through it.
+  // If the update fails the old list would keep it (a revoked userptr's pages with it): the list
+  // goes instead, and the next submission makes a new one.
   uint32_t list;
-  bo_list_.sync(resident_, &list);
+  if (bo_list_.sync(resident_, &list) != 0) bo_list_.destroy();
 }
 
 void ContextMemory::unmap(const VaMapping &m) {

@@ -9,6 +9,7 @@ KernelBoList::~KernelBoList() {
 void KernelBoList::destroy() {
   if (handle_) dev_->bo_list_destroy(handle_);
   handle_ = 0;
+  synced_generation_ = kNever;  // a later sync() makes a new list of whatever is resident then
 }
 
 int KernelBoList::sync(ResidentSet &set, uint32_t *handle) {

@@ -23,12 +23,14 @@ class KernelBoList {
   // what a CS passes (0 while the set is empty). VMM thread.
   int sync(ResidentSet &set, uint32_t *handle);
   uint64_t updates() const { return updates_; }
-  // The kernel's list goes now (its references with it); no sync() may follow. Teardown.
+  // The kernel's list goes now, and its references with it (teardown; or an update that failed
+  // would leave the kernel holding objects the context let go of).
   void destroy();
 
  private:
   std::shared_ptr<AmdgpuDevice> dev_;
   uint32_t handle_ = 0;
+  static constexpr uint64_t kNever = UINT64_MAX;  // no generation of a ResidentSet
   uint64_t synced_generation_ = 0;
   uint64_t updates_ = 0;
 };

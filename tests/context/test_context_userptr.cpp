@@ -162,6 +162,34 @@ TEST_CASE("userptr: one iovec, both directions, no copy", "[context][userptr]") 
   CHECK(emu_counters().userptr_alive == before.userptr_alive);
 }
 
+TEST_CASE("userptr: a dropped blob is let go by the kernel even when its BO list update fails",
+          "[context][userptr]") {
+  // After a submission the kernel's BO list references every mapped object. Dropping the blob
+  // updates that list; if the update fails the old list must not keep the userptr object (and
+  // its pages) alive past the VMM's call (found by an audit, by reading).
+  ContextHarness h;
+  h.create_shmem();
+  GuestRam ram(64 * kPage);
+  const auto before = emu_counters();
+  int err;
+  const iovec iov{ram.page(8), 16 * kPage};
+  const uint32_t res = create_userptr(h, {&iov, 1}, false, &err);
+  REQUIRE(err == 0);
+  const uint64_t va = h.capset().va_start;
+  REQUIRE(h.va_map(0, res, 0, va, 16 * kPage) == 0);
+  int32_t r;
+  const uint32_t sdma = h.queue_create(RVGL_IP_SDMA, 1, &r);
+  REQUIRE(r == 0);
+  gpu_read(h, sdma, va, 16 * kPage, va + (1 << 24), 1);  // a CS: the list names the blob
+  rvgl_emu_reset_fault_injection();
+  REQUIRE(rvgl_emu_set_knob("RVGL_EMU_FAIL", "BO_LIST:1:ENOMEM") == 0);
+  h.ctx().detach_resource(res);
+  rvgl_emu_reset_fault_injection();
+  CHECK(emu_counters().userptr_alive == before.userptr_alive);
+  // The next submission makes a list of what is still mapped, and runs.
+  gpu_read(h, sdma, va + (1 << 24), kPage, va + (1 << 26), 2);
+}
+
 TEST_CASE("userptr: 4096 scattered pages of a memfd need at most 2 host objects",
           "[context][userptr]") {
   ContextHarness h;
