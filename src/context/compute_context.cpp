@@ -138,6 +138,9 @@ void ComputeContext::close() {
     health_timer_ = 0;
   }
   if (delivery_) delivery_->stop();
+  // The health owner lets go of each queue too, so its kernel context goes before the mappings
+  // its work used, not when the health owner itself is destroyed.
+  if (health_) queues_.for_each([&](uint32_t handle, Queue &) { health_->remove(handle); });
   queues_.clear();
   memory_.reset();  // unmaps everything and revokes every use of the guest's pages
 }

@@ -233,6 +233,7 @@ TEST_CASE("a context destroyed inside its fence callback is told nothing more", 
     REQUIRE(g.va_map(0, ures, va + 2 * kSize, kSize) == 0);
     rvgl_emu_get_counters(&c, sizeof c);
     REQUIRE(c.userptr_alive == userptrs_before + 1);
+    const uint64_t contexts_before = c.contexts_alive;  // before the queues' kernel contexts
     const uint32_t q1 = g.queue_create(RVGL_IP_SDMA, 1);
     const uint32_t q2 = g.queue_create(RVGL_IP_SDMA, 2);
     rvgl_emu_get_counters(&c0, sizeof c0);
@@ -249,7 +250,9 @@ TEST_CASE("a context destroyed inside its fence callback is told nothing more", 
     REQUIRE(c.jobs_completed - c0.jobs_completed == 2);
 
     uint32_t told = 0;
-    uint64_t userptrs_left = UINT64_MAX;  // the emulated kernel's, once destroy and unref returned
+    // The emulated kernel's, once destroy and unref returned: userptr objects, and the kernel
+    // contexts of the two queues (the context's own, counted before, lives with the object).
+    uint64_t userptrs_left = UINT64_MAX, queue_contexts_left = UINT64_MAX;
     r.after_context_fence([&](uint32_t c_id, uint32_t, uint64_t) {
       if (c_id != ctx || ++told != 1) return;
       virgl_renderer_context_destroy(ctx);
@@ -257,6 +260,7 @@ TEST_CASE("a context destroyed inside its fence callback is told nothing more", 
       rvgl_emu_counters now{};
       rvgl_emu_get_counters(&now, sizeof now);
       userptrs_left = now.userptr_alive - userptrs_before;
+      queue_contexts_left = now.contexts_alive - contexts_before;
     });
     const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
     while (!told && std::chrono::steady_clock::now() < until) {
@@ -269,6 +273,7 @@ TEST_CASE("a context destroyed inside its fence callback is told nothing more", 
     r.after_context_fence(nullptr);
     CHECK(told == 1);
     CHECK(userptrs_left == 0);
+    CHECK(queue_contexts_left == 0);
     for (uint32_t id : {res, ib_res, g.shmem_res()})
       virgl_renderer_resource_unref(id);
   }
