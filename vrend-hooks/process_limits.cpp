@@ -1,7 +1,9 @@
 #include "process_limits.h"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -44,6 +46,16 @@ int fd_reserve() {
   const long limit = nofile_limit();
   if (limit < 0) return 0;
   return static_cast<int>(std::min(64L, limit / 4));
+}
+
+bool descriptor_left_for_us() {
+  const long limit = nofile_limit();
+  if (limit < 0) return true;
+  // The lowest free descriptor, taken and given back (as any open would take it).
+  const int lowest = fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, 0);
+  if (lowest < 0) return errno != EMFILE && errno != ENFILE;  // no stderr: cannot tell
+  close(lowest);
+  return lowest < limit - fd_reserve();
 }
 
 }  // namespace rvgl::hooks

@@ -1,6 +1,9 @@
 // Resources: blobs of our contexts, and the id bookkeeping shared with the real library.
+#include <atomic>
 #include <cerrno>
 
+#include "log.h"
+#include "process_limits.h"
 #include "real_library.h"
 #include "router.h"
 
@@ -34,6 +37,21 @@ int Router::resource_create_blob(const virgl_renderer_resource_create_blob_args 
   {
     std::lock_guard lk(mu_);
     if (resources_.count(args->res_handle) || real_.has_resource(args->res_handle)) return -EINVAL;
+  }
+
+  // A host blob keeps an fd for its life (as the real library's do): never one the VMM needs.
+  // Said once until a blob gets through again, not once per refusal of a guest that loops.
+  static std::atomic<bool> said{false};
+  if (!guest_storage) {
+    if (!descriptor_left_for_us()) {
+      if (!said.exchange(true))
+        log_warn(
+            "blob %u refused (-EMFILE): the file descriptors left to this VMM process "
+            "(RLIMIT_NOFILE) are its reserve",
+            args->res_handle);
+      return -EMFILE;
+    }
+    said.store(false, std::memory_order_relaxed);
   }
 
   BlobArgs ba;

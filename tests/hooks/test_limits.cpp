@@ -152,6 +152,70 @@ TEST_CASE("with ulimit -n lowered, contexts are refused before the VMM runs out 
   CHECK(WEXITSTATUS(status) == 0);
 }
 
+TEST_CASE("with ulimit -n lowered, host blobs are refused before the VMM runs out of files",
+          "[limits]") {
+  // Every claimed BO blob keeps a dma-buf fd for its life, as the real library's blobs do; a guest
+  // claiming blobs in a loop must stop at the VMM's reserve, not at its last descriptor.
+  const pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    const int base = open_fds();
+    const int limit = base + 96;
+    const rlimit rl{rlim_t(limit), rlim_t(limit)};
+    if (setrlimit(RLIMIT_NOFILE, &rl) != 0) _exit(10);
+    const int reserve = std::min(64, limit / 4);  // process_limits.cpp, fd_reserve()
+    Renderer r(poll_mode());
+    if (r.result() != 0) _exit(11);
+    RocmGuest g(1, 100);
+    try {
+      g.start();
+    } catch (...) {
+      _exit(12);
+    }
+    std::vector<std::pair<uint32_t, uint32_t>> blobs;  // {bo, res}
+    int refusal = 0;
+    for (int i = 0; i < limit && !refusal; ++i) {
+      const uint64_t blob_id = 1000 + static_cast<uint64_t>(i);
+      const uint32_t bo = g.bo_create(4096, RVGL_DOMAIN_GTT, 0, blob_id);
+      const uint32_t res = g.next_res_id();
+      const int ret = g.create_blob(res, VIRGL_RENDERER_BLOB_MEM_HOST3D,
+                                    RVGL_BLOB_FLAG_USE_SHAREABLE, blob_id, 4096);
+      if (ret == 0)
+        blobs.push_back({bo, res});
+      else
+        refusal = ret;
+    }
+    if (refusal != -EMFILE) _exit(13);
+    if (blobs.empty()) _exit(14);
+    // The reserve is the VMM's: every one of those descriptors opens.
+    std::vector<int> files;
+    for (int i = 0; i < reserve; ++i) {
+      const int fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+      if (fd < 0) _exit(15);
+      files.push_back(fd);
+    }
+    for (int fd : files)
+      close(fd);
+    if (!serves(g)) _exit(16);
+    // A blob that goes makes room for one more. Its BO goes too: the emulated kernel keeps a
+    // memfd per GTT object, a descriptor a real kernel does not spend.
+    virgl_renderer_resource_unref(blobs.back().second);
+    rvgl_req_bo_free f{};
+    f.bo = blobs.back().first;
+    if (g.call<rvgl_rsp_bo_free>(RVGL_CMD_BO_FREE, f).hdr.result != 0) _exit(18);
+    const uint64_t again = 5000;
+    g.bo_create(4096, RVGL_DOMAIN_GTT, 0, again);
+    if (g.create_blob(g.next_res_id(), VIRGL_RENDERER_BLOB_MEM_HOST3D, RVGL_BLOB_FLAG_USE_SHAREABLE,
+                      again, 4096) != 0)
+      _exit(17);
+    _exit(0);
+  }
+  int status = 0;
+  REQUIRE(waitpid(pid, &status, 0) == pid);
+  REQUIRE(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+}
+
 TEST_CASE("thread creation failing never lets an exception out", "[limits]") {
   Renderer r(poll_mode());
   REQUIRE(r.result() == 0);
