@@ -118,6 +118,15 @@ size_t gpu_mismatched_pages(ContextHarness &h, uint32_t res, const std::vector<i
   return mismatched;
 }
 
+// Pages 8-23 of `ram` as one userptr blob (one iovec); its res id.
+uint32_t sixteen_pages(ContextHarness &h, GuestRam &ram) {
+  int err;
+  const iovec iov{ram.page(8), 16 * kPage};
+  const uint32_t res = create_userptr(h, {&iov, 1}, false, &err);
+  REQUIRE(err == 0);
+  return res;
+}
+
 }  // namespace
 
 TEST_CASE("userptr: one iovec, both directions, no copy", "[context][userptr]") {
@@ -125,10 +134,7 @@ TEST_CASE("userptr: one iovec, both directions, no copy", "[context][userptr]") 
   h.create_shmem();
   GuestRam ram(64 * kPage);
   const auto before = emu_counters();
-  int err;
-  const iovec iov{ram.page(8), 16 * kPage};
-  const uint32_t res = create_userptr(h, {&iov, 1}, false, &err);
-  REQUIRE(err == 0);
+  const uint32_t res = sixteen_pages(h, ram);
   CHECK(emu_counters().userptr_alive - before.userptr_alive == 1);
   CHECK(emu_counters().bytes_copied == before.bytes_copied);  // registering copies nothing
 
@@ -171,10 +177,7 @@ TEST_CASE("userptr: a dropped blob is let go by the kernel even when its BO list
   h.create_shmem();
   GuestRam ram(64 * kPage);
   const auto before = emu_counters();
-  int err;
-  const iovec iov{ram.page(8), 16 * kPage};
-  const uint32_t res = create_userptr(h, {&iov, 1}, false, &err);
-  REQUIRE(err == 0);
+  const uint32_t res = sixteen_pages(h, ram);
   const uint64_t va = h.capset().va_start;
   REQUIRE(h.va_map(0, res, 0, va, 16 * kPage) == 0);
   int32_t r;

@@ -235,18 +235,38 @@ TEST_CASE("thread creation failing never lets an exception out", "[limits]") {
   }
 }
 
+namespace {
+
+// Two guests of one VMM contending for the SPM of XCP 0, bound to ring 3.
+struct SpmContenders {
+  Renderer r{poll_mode()};
+  RocmGuest a{1, 100}, b{2, 200};
+  rvgl_req_spm_acquire acq{};
+  rvgl_req_spm_release rel{};
+  SpmContenders() {
+    REQUIRE(r.result() == 0);
+    a.start();
+    b.start();
+    REQUIRE((a.caps().features & RVGL_FEATURE_SPM) != 0);
+    acq.ring_idx = 3;
+  }
+  ~SpmContenders() {
+    virgl_renderer_resource_unref(a.shmem_res());
+    virgl_renderer_resource_unref(b.shmem_res());
+    virgl_renderer_context_destroy(1);
+    virgl_renderer_context_destroy(2);
+  }
+};
+
+}  // namespace
+
 TEST_CASE("an SPM released while no thread can start is finished on the VMM's thread", "[limits]") {
   // The reaper finishes a released session on a thread of its own; without one it finishes it in
   // place, so the SPM is not held for ever by a session nobody ends.
-  Renderer r(poll_mode());
-  REQUIRE(r.result() == 0);
-  RocmGuest a(1, 100), b(2, 200);
-  a.start();
-  b.start();
-  REQUIRE((a.caps().features & RVGL_FEATURE_SPM) != 0);
-  rvgl_req_spm_acquire acq{};
-  acq.ring_idx = 3;
-  rvgl_req_spm_release rel{};
+  SpmContenders s;
+  RocmGuest &a = s.a, &b = s.b;
+  const rvgl_req_spm_acquire &acq = s.acq;
+  const rvgl_req_spm_release &rel = s.rel;
   auto acquire = [&](RocmGuest &g) {
     return g.call<rvgl_rsp_spm_acquire>(RVGL_CMD_SPM_ACQUIRE, acq).hdr.result;
   };
@@ -271,24 +291,15 @@ TEST_CASE("an SPM released while no thread can start is finished on the VMM's th
     CHECK(serves(a));
   }
   CHECK(acquire_once_free(a) == 0);
-  virgl_renderer_resource_unref(a.shmem_res());
-  virgl_renderer_resource_unref(b.shmem_res());
-  virgl_renderer_context_destroy(1);
-  virgl_renderer_context_destroy(2);
 }
 
 TEST_CASE("an SPM acquired while no thread can start is refused and stays free", "[limits]") {
   // The session's worker cannot start: the guest gets -EAGAIN for its request, the rest of its
   // buffer is still served, and the SPM (arbiter and kernel) is free for anyone at once.
-  Renderer r(poll_mode());
-  REQUIRE(r.result() == 0);
-  RocmGuest a(1, 100), b(2, 200);
-  a.start();
-  b.start();
-  REQUIRE((a.caps().features & RVGL_FEATURE_SPM) != 0);
-  rvgl_req_spm_acquire acq{};
-  acq.ring_idx = 3;
-  rvgl_req_spm_release rel{};
+  SpmContenders s;
+  RocmGuest &a = s.a, &b = s.b;
+  const rvgl_req_spm_acquire &acq = s.acq;
+  const rvgl_req_spm_release &rel = s.rel;
   for (int round = 0; round < 5; ++round) {
     int32_t got = 0;
     if (!with_threads_failing(
@@ -308,10 +319,6 @@ TEST_CASE("an SPM acquired while no thread can start is refused and stays free",
     REQUIRE(with_threads_failing(
         [&] { REQUIRE(a.call<rvgl_rsp_spm_release>(RVGL_CMD_SPM_RELEASE, rel).hdr.result == 0); }));
   }
-  virgl_renderer_resource_unref(a.shmem_res());
-  virgl_renderer_resource_unref(b.shmem_res());
-  virgl_renderer_context_destroy(1);
-  virgl_renderer_context_destroy(2);
 }
 
 TEST_CASE("global fences without a waiter thread still retire, from the VMM's poll", "[limits]") {

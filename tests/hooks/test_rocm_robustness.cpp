@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstring>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "../../tools/common/amd_packets.h"
@@ -35,6 +36,29 @@ Renderer::Options plain() {
 int32_t nop(RocmGuest &g) {
   return g.call<rvgl_rsp_nop>(RVGL_CMD_NOP, rvgl_req_nop{}).hdr.result;
 }
+
+// A GTT target at the start of the guest's VA and an IB blob mapped after it, whose SDMA program
+// fills `fill_bytes` of the target with `value` `repeat` times; the program's dwords in `dwords`.
+struct SdmaFill {
+  uint32_t bo = 0, res = 0, ib_bo = 0, ib_res = 0;
+  uint64_t va = 0;
+  size_t dwords = 0;
+  SdmaFill(RocmGuest &g, uint32_t value, uint64_t fill_bytes, int repeat = 1) {
+    std::tie(bo, res) = g.bo_blob(kSize, RVGL_DOMAIN_GTT);
+    std::tie(ib_bo, ib_res) = g.bo_blob(kSize, RVGL_DOMAIN_GTT);
+    auto *ib = static_cast<uint32_t *>(g.map(ib_res, kSize));
+    va = g.caps().va_start;
+    REQUIRE(g.va_map(bo, 0, va, kSize) == 0);
+    REQUIRE(g.va_map(ib_bo, 0, va + kSize, kSize, RVGL_VA_FLAG_READ | RVGL_VA_FLAG_EXECUTE) == 0);
+    std::vector<uint32_t> fill;
+    for (int i = 0; i < repeat; ++i)
+      pk::sdma_const_fill(fill, va, value, fill_bytes);
+    pk::sdma_pad(fill);
+    std::memcpy(ib, fill.data(), fill.size() * 4);
+    dwords = fill.size();
+  }
+  uint64_t ib_va() const { return va + kSize; }
+};
 
 }  // namespace
 
@@ -167,20 +191,11 @@ TEST_CASE("destroy with work queued, then reset, then start again", "[hooks][rob
   {
     RocmGuest g(1, 100);
     g.start();
-    auto [bo, res] = g.bo_blob(kSize, RVGL_DOMAIN_GTT);
-    auto [ib_bo, ib_res] = g.bo_blob(kSize, RVGL_DOMAIN_GTT);
-    auto *ib = static_cast<uint32_t *>(g.map(ib_res, kSize));
-    const uint64_t va = g.caps().va_start;
-    REQUIRE(g.va_map(bo, 0, va, kSize) == 0);
-    REQUIRE(g.va_map(ib_bo, 0, va + kSize, kSize, RVGL_VA_FLAG_READ | RVGL_VA_FLAG_EXECUTE) == 0);
+    const SdmaFill f(g, 0x77u, kSize, 16);
+    const uint32_t res = f.res;
     const uint32_t q = g.queue_create(RVGL_IP_SDMA, 1);
-    std::vector<uint32_t> fill;
-    for (int i = 0; i < 16; ++i)
-      pk::sdma_const_fill(fill, va, 0x77u, kSize);
-    pk::sdma_pad(fill);
-    std::memcpy(ib, fill.data(), fill.size() * 4);
     for (int i = 0; i < 8; ++i)
-      g.submit(q, va + kSize, fill.size());
+      g.submit(q, f.ib_va(), f.dwords);
     REQUIRE(g.fence(1, 1) == 0);
     virgl_renderer_context_destroy(1);  // while the queue may still run
     // Its resources outlive it until the VMM lets go of them.
@@ -211,16 +226,8 @@ TEST_CASE("a context destroyed inside its fence callback is told nothing more", 
     const uint32_t ctx = 1 + round;
     RocmGuest g(ctx, 100 + 10 * round);
     g.start();
-    auto [bo, res] = g.bo_blob(kSize, RVGL_DOMAIN_GTT);
-    auto [ib_bo, ib_res] = g.bo_blob(kSize, RVGL_DOMAIN_GTT);
-    auto *ib = static_cast<uint32_t *>(g.map(ib_res, kSize));
-    const uint64_t va = g.caps().va_start;
-    REQUIRE(g.va_map(bo, 0, va, kSize) == 0);
-    REQUIRE(g.va_map(ib_bo, 0, va + kSize, kSize, RVGL_VA_FLAG_READ | RVGL_VA_FLAG_EXECUTE) == 0);
-    std::vector<uint32_t> fill;
-    pk::sdma_const_fill(fill, va, 0x55u, 4096);
-    pk::sdma_pad(fill);
-    std::memcpy(ib, fill.data(), fill.size() * 4);
+    const SdmaFill f(g, 0x55u, 4096);
+    const uint64_t va = f.va;
     // Guest RAM handed over as a userptr blob and mapped for the GPU.
     GuestPages pages(kSize);
     const iovec iov{pages.ptr, kSize};
@@ -237,8 +244,8 @@ TEST_CASE("a context destroyed inside its fence callback is told nothing more", 
     const uint32_t q1 = g.queue_create(RVGL_IP_SDMA, 1);
     const uint32_t q2 = g.queue_create(RVGL_IP_SDMA, 2);
     rvgl_emu_get_counters(&c0, sizeof c0);
-    g.submit(q1, va + kSize, fill.size());
-    g.submit(q2, va + kSize, fill.size());
+    g.submit(q1, f.ib_va(), f.dwords);
+    g.submit(q2, f.ib_va(), f.dwords);
     REQUIRE(g.fence(1, 7) == 0);
     REQUIRE(g.fence(2, 8) == 0);
     // Both jobs done before the VMM polls, so one poll finds both fences.
@@ -274,7 +281,7 @@ TEST_CASE("a context destroyed inside its fence callback is told nothing more", 
     CHECK(told == 1);
     CHECK(userptrs_left == 0);
     CHECK(queue_contexts_left == 0);
-    for (uint32_t id : {res, ib_res, g.shmem_res()})
+    for (uint32_t id : {f.res, f.ib_res, g.shmem_res()})
       virgl_renderer_resource_unref(id);
   }
 }
