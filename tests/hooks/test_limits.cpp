@@ -249,6 +249,15 @@ struct SpmContenders {
     b.start();
     REQUIRE((a.caps().features & RVGL_FEATURE_SPM) != 0);
     acq.ring_idx = 3;
+    // A session an earlier test's context left to the reaper may still hold the SPM: wait it
+    // out, and give the SPM back at once (a release with no thread finishes in place).
+    int32_t res = -EBUSY;
+    REQUIRE(rvgl::test::wait_for([&] {
+      return (res = a.call<rvgl_rsp_spm_acquire>(RVGL_CMD_SPM_ACQUIRE, acq).hdr.result) != -EBUSY;
+    }));
+    REQUIRE(res == 0);
+    REQUIRE(with_threads_failing(
+        [&] { REQUIRE(a.call<rvgl_rsp_spm_release>(RVGL_CMD_SPM_RELEASE, rel).hdr.result == 0); }));
   }
   ~SpmContenders() {
     virgl_renderer_resource_unref(a.shmem_res());
