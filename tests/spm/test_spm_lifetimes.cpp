@@ -181,6 +181,8 @@ TEST_CASE("SPM lifetimes: SET_DESTs pending at SPM_RELEASE are answered and thei
     REQUIRE(h.call<rvgl_rsp_spm_release>(RVGL_CMD_SPM_RELEASE, rel).hdr.result == 0);
     rvgl_rsp_spm_set_dest rsp;
     REQUIRE(wait_rsp(h, blocked, &rsp));
+    INFO("the blocked SET_DEST: " << rsp.hdr.result);
+    // In the kernel when released (it returns then), or not yet (the release cancelled it).
     CHECK((rsp.hdr.result == 0 || rsp.hdr.result == -ECANCELED));
     REQUIRE(wait_rsp(h, queued, &rsp));
     CHECK(rsp.hdr.result == -ECANCELED);  // never reached the kernel
