@@ -28,6 +28,11 @@ long nofile_limit() {
   return static_cast<long>(rl.rlim_cur);
 }
 
+// A quarter of the limit, at most 64 (fd_reserve()); none when there is no limit.
+int reserve_of(long limit) {
+  return limit < 0 ? 0 : static_cast<int>(std::min(64L, limit / 4));
+}
+
 }  // namespace
 
 int free_fds() {
@@ -43,19 +48,17 @@ int free_fds() {
 }
 
 int fd_reserve() {
-  const long limit = nofile_limit();
-  if (limit < 0) return 0;
-  return static_cast<int>(std::min(64L, limit / 4));
+  return reserve_of(nofile_limit());
 }
 
 bool descriptor_left_for_us() {
-  const long limit = nofile_limit();
+  const long limit = nofile_limit();  // one getrlimit for both the limit and the reserve
   if (limit < 0) return true;
   // The lowest free descriptor, taken and given back (as any open would take it).
   const int lowest = fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, 0);
   if (lowest < 0) return errno != EMFILE && errno != ENFILE;  // no stderr: cannot tell
   close(lowest);
-  return lowest < limit - fd_reserve();
+  return lowest < limit - reserve_of(limit);
 }
 
 }  // namespace rvgl::hooks

@@ -93,6 +93,8 @@ class Router {
   // Ours: every context lets go of the blob's guest pages, then the VMM gets its iovecs back
   // (it unmaps them when this returns); true. Not ours: false.
   bool resource_detach_iov(uint32_t res_id, iovec **iov_p, int *num_iovs_p);
+  // Every context of ours detaches res_id (revoking its use of the guest's pages, if any).
+  void detach_from_all_contexts(uint32_t res_id);
   // Runs f(RocmResource&) under the table lock when res_id is ours; false otherwise.
   template <class F>
   bool with_resource(uint32_t res_id, F &&f);

@@ -71,6 +71,11 @@ int Router::resource_create_blob(const virgl_renderer_resource_create_blob_args 
   return 0;
 }
 
+void Router::detach_from_all_contexts(uint32_t res_id) {
+  for (auto &c : all_contexts())
+    c->detach_resource(res_id);
+}
+
 bool Router::resource_detach_iov(uint32_t res_id, iovec **iov_p, int *num_iovs_p) {
   std::pair<const iovec *, int> iov{nullptr, 0};
   {
@@ -82,10 +87,7 @@ bool Router::resource_detach_iov(uint32_t res_id, iovec **iov_p, int *num_iovs_p
   // QEMU unmaps the iovecs it gets back (virtio_gpu_cleanup_mapping_iov, before it unrefs the
   // resource or on DETACH_BACKING): no context may use those pages once this returns. The blob
   // stays a resource until unref, with no storage: the guest can no longer name it.
-  if (iov.first) {
-    for (auto &c : all_contexts())
-      c->detach_resource(res_id);
-  }
+  if (iov.first) detach_from_all_contexts(res_id);
   // The VMM's own array: create_blob takes it const, detach_iov gives it back as the VMM's to
   // free, as the real library does.
   if (iov_p) *iov_p = const_cast<iovec *>(iov.first);
@@ -101,8 +103,7 @@ void Router::resource_unref(uint32_t res_id) {
   }
   // Every context of ours lets go of it: the owner, and any that imported it (ours or the real
   // library's) — as the real library detaches a resource from all its contexts on unref.
-  for (auto &c : all_contexts())
-    c->detach_resource(res_id);
+  detach_from_all_contexts(res_id);
   if (mine) return;  // unmapped and closed here, after the contexts dropped it
   if (auto real = RVGL_REAL(virgl_renderer_resource_unref)) real(res_id);
   std::lock_guard lk(mu_);

@@ -199,11 +199,10 @@ void ComputeContext::poll() {
   // What woke the VMM's thread is delivered before the poll fd is drained: the drain is a system
   // call, and a completion that signals the fd between the first look and the drain is found by
   // the second look, which only runs when the drain consumed a wakeup.
-  deliver_polled();
-  if (delivery_->drain_poll_fd() && !delivery_->stopped()) deliver_polled();
+  if (deliver_polled() && delivery_->drain_poll_fd()) deliver_polled();
 }
 
-void ComputeContext::deliver_polled() {
+bool ComputeContext::deliver_polled() {
   fired_.clear();
   if (delegates_points()) {
     const int64_t now = monotonic_ns();
@@ -214,11 +213,12 @@ void ComputeContext::deliver_polled() {
       report_delegated(*d.watch, d.id, now);
   }
   delivery_->poll();
-  if (delivery_->stopped()) return;  // closed by one of the callbacks: its watches are gone
+  if (delivery_->stopped()) return false;  // closed by one of the callbacks: its watches are gone
   // Registered again only after the callbacks: the registration is an ioctl, and a point reached
   // meanwhile signals the fd as soon as it is registered.
   for (const Fired &f : fired_)
     engine_->delegated_fired(f.id, f.point, f.handled);
+  return true;
 }
 
 void ComputeContext::report_delegated(QueueWatch &w, uint64_t id, int64_t now) {

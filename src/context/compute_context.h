@@ -160,8 +160,9 @@ class ComputeContext {
   // Poll mode: if the kernel signalled the poll fd for the point the engine registered for this
   // watch, takes that point (the watch's own path when health would defer) into fired_.
   void report_delegated(QueueWatch &w, uint64_t id, int64_t now_ns);
-  // One look of poll(): reports the delegated points reached, delivers, registers again.
-  void deliver_polled();
+  // One look of poll(): reports the delegated points reached, delivers, registers again; false
+  // when a callback closed the context.
+  bool deliver_polled();
 
   uint32_t ctx_id_;
   const Config &config_;

@@ -35,7 +35,6 @@ MemoryObject::~MemoryObject() {
     }
   }
   kept_mappings_.clear();
-  kept_fds_.clear();
 }
 
 void MemoryObject::revoke() {
@@ -62,7 +61,6 @@ void MemoryObject::revoke() {
   }
   kernel_released_ = true;
   kept_mappings_.clear();
-  kept_fds_.clear();
   charge_.reset();  // the quota counts what the kernel holds
 }
 

@@ -19,7 +19,6 @@
 #include "memory/object_registry.h"
 #include "memory/usage.h"
 #include "util/mapping.h"
-#include "util/unique_fd.h"
 
 namespace rvgl {
 
@@ -82,7 +81,6 @@ class MemoryObject {
 
   // Resources that must live as long as the handles.
   void keep_alive(Mapping m) { kept_mappings_.push_back(std::move(m)); }
-  void keep_alive(UniqueFd fd) { kept_fds_.push_back(std::move(fd)); }
 
   // The quota charge returned when this object dies.
   void set_charge(Charge c) { charge_ = std::move(c); }
@@ -98,7 +96,6 @@ class MemoryObject {
   bool read_only_;
   uint32_t bo_flags_ = 0;
   std::vector<Mapping> kept_mappings_;
-  std::vector<UniqueFd> kept_fds_;
   Mapping cpu_map_;
   Charge charge_;
   uint64_t blob_id_ = 0;

@@ -108,12 +108,6 @@ void SpmSession::run() {
       stopping = stop_;
     }
     rsp.hdr.result = stopping ? -ECANCELED : kernel_op(RVGL_AMDGPU_SPM_OP_SET_DEST_BUF, &spm);
-    if (rsp.hdr.result != 0 && rsp.hdr.result != -ECANCELED) {
-      // Released between the look above and the call: the kernel refuses a SET_DEST of an SPM no
-      // longer held (-EINVAL). For the guest it is a SET_DEST its own release cancelled.
-      std::lock_guard lk(mu_);
-      if (stop_) rsp.hdr.result = -ECANCELED;
-    }
     if (rsp.hdr.result == 0) {
       rsp.bytes_copied = spm.bytes_copied;
       rsp.has_data_loss = spm.has_data_loss;
@@ -123,6 +117,9 @@ void SpmSession::run() {
     uint64_t point;
     {
       std::lock_guard lk(mu_);
+      // Released between the look above and the call: the kernel refuses a SET_DEST of an SPM no
+      // longer held (-EINVAL). For the guest it is a SET_DEST its own release cancelled.
+      if (rsp.hdr.result != 0 && stop_) rsp.hdr.result = -ECANCELED;
       if (rsp.hdr.result == 0) {
         // The kernel has let go of the previous destination: it may be unmapped now.
         retired = std::move(current_);
