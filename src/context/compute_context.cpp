@@ -148,7 +148,9 @@ void ComputeContext::close() {
 int ComputeContext::submit_cmd(std::span<const uint8_t> cmds) {
   ShmemView &view = shmem_ ? shmem_->view() : no_shmem_;
   if (!capture_) return decoder_.run(cmds, view).error;
-  capture_->submit(cmds);
+  // A buffer the decoder refuses unread is not copied to disk either: the guest could otherwise
+  // fill the host's disk past the submit limit.
+  capture_->submit(cmds.size() > limits_.max_submit_bytes ? cmds.first(0) : cmds);
   const int r = decoder_.run(cmds, view).error;
   capture_->done(r);
   return r;

@@ -58,3 +58,28 @@ TEST_CASE("capture mode records submits, responses and results", "[context][capt
   unlink(path.c_str());
   rmdir(dir.c_str());
 }
+
+TEST_CASE("capture mode does not write a buffer the host refuses unread", "[context][capture]") {
+  const char *t = std::getenv("TMPDIR");
+  std::string dir =
+      std::string(t && *t ? t : "/tmp") + "/rvgl-capture-big-" + std::to_string(getpid());
+  REQUIRE(mkdir(dir.c_str(), 0700) == 0);
+  Config c = test_config();
+  c.capture_dir = dir;
+  c.limits.max_submit_bytes = 4096;
+  std::string path;
+  {
+    ContextHarness h(c);
+    h.create_shmem();
+    path = h.ctx().capture_path();
+    const std::vector<uint8_t> big(64 * c.limits.max_submit_bytes);
+    for (int i = 0; i < 4; ++i)
+      CHECK(h.ctx().submit_cmd(big) == -EINVAL);
+  }
+  struct stat st {};
+  REQUIRE(stat(path.c_str(), &st) == 0);
+  // The file header and, per submit, an empty SUBM and its DONE.
+  CHECK(st.st_size == off_t(sizeof(capture::FileHeader) + 4 * 2 * sizeof(capture::RecordHeader)));
+  unlink(path.c_str());
+  rmdir(dir.c_str());
+}
