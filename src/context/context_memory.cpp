@@ -326,6 +326,12 @@ int ContextMemory::export_resource(uint32_t res_id, BlobExport *out) {
   return -EINVAL;
 }
 
+int ContextMemory::charge_host_buffer(uint64_t bytes, Charge *out) {
+  if (int e = usage_->charge(Usage::Pool::kGtt, bytes, 0)) return e;
+  *out = Charge(usage_, Usage::Pool::kGtt, bytes, 0);
+  return 0;
+}
+
 int ContextMemory::lookup_object(uint32_t bo, uint32_t res_id,
                                  std::shared_ptr<MemoryObject> *out) const {
   if ((bo == 0) == (res_id == 0)) return -EINVAL;

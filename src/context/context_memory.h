@@ -93,6 +93,10 @@ class ContextMemory {
   // Not for the shared page (the caller's).
   int export_resource(uint32_t res_id, BlobExport *out);
 
+  // Host memory other than a kernel object that the guest makes the host hold (an SPM bounce
+  // buffer), charged as GTT: 0, or -ENOSPC with nothing charged.
+  int charge_host_buffer(uint64_t bytes, Charge *out);
+
   // The object named by exactly one of bo / res_id; -EINVAL / -ENOENT otherwise.
   int lookup_object(uint32_t bo, uint32_t res_id, std::shared_ptr<MemoryObject> *out) const;
 

@@ -103,7 +103,10 @@ int32_t ComputeContext::cmd_spm_set_dest(const Request &req, Response &) {
     if (dst.object->kind() == MemoryObject::Kind::kUserptr) {
       // Guest-owned pages never reach the kernel: it writes a host buffer, delivered into the
       // pages when retired unless the resource was dropped meanwhile (spm_session.h).
-      dst.bounce = SpmSession::make_bounce(dst.size);
+      // Host RAM the guest makes us hold: charged as GTT until the destination is retired.
+      Charge charge;
+      if (int err = memory_->charge_host_buffer(dst.size, &charge)) return err;
+      dst.bounce = SpmSession::make_bounce(dst.size, std::move(charge));
       if (!dst.bounce) return -ENOMEM;
       dst.host = dst.bounce->as<uint8_t>();
       dst.guest_offset = q.offset;

@@ -39,11 +39,16 @@ int SpmSession::create(std::shared_ptr<AmdgpuDevice> dev, uint32_t xcp, uint32_t
   return 0;
 }
 
-std::shared_ptr<Mapping> SpmSession::make_bounce(uint32_t size) {
+std::shared_ptr<Mapping> SpmSession::make_bounce(uint32_t size, Charge charge) {
   void *p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
                  -1, 0);
   if (p == MAP_FAILED) return nullptr;
-  return std::make_shared<Mapping>(p, size);
+  struct Charged {
+    Mapping map;
+    Charge charge;
+  };
+  auto owner = std::make_shared<Charged>(Charged{Mapping(p, size), std::move(charge)});
+  return std::shared_ptr<Mapping>(owner, &owner->map);
 }
 
 void SpmSession::deliver(const Destination &d) {

@@ -41,8 +41,9 @@ class SpmSession {
     uint32_t slices = 1;
   };
   // A host-owned buffer of `size` bytes for a userptr destination (pages are touched only as the
-  // kernel writes them). Invalid when out of memory.
-  static std::shared_ptr<Mapping> make_bounce(uint32_t size);
+  // kernel writes them), holding `charge` (host RAM charged to the context) while it lives.
+  // Invalid when out of memory.
+  static std::shared_ptr<Mapping> make_bounce(uint32_t size, Charge charge);
   // Acquires the kernel's SPM on dev (the caller already holds the arbiter). Each finished
   // SET_DEST is reported through `callbacks` (shared with the owner, who may cut them).
   static int create(std::shared_ptr<AmdgpuDevice> dev, uint32_t xcp, uint32_t ring_idx,

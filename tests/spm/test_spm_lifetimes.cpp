@@ -190,3 +190,42 @@ TEST_CASE("SPM lifetimes: SET_DESTs pending at SPM_RELEASE are answered and thei
     SpmReaper::instance().drain();
   }
 }
+
+TEST_CASE("SPM lifetimes: a userptr destination's host buffer is charged as GTT while it is held",
+          "[spm]") {
+  Config c = test_config();
+  c.limits.max_gtt_bytes = 4 * kDest;
+  ContextHarness h(c);
+  h.create_shmem();
+  REQUIRE((h.capset().features & RVGL_FEATURE_SPM) != 0);
+  auto gtt = [&] {
+    rvgl_req_query_info q{};
+    q.query = RVGL_INFO_USAGE;
+    return h.call<rvgl_rsp_query_info>(RVGL_CMD_QUERY_INFO, q).data.usage.gtt_bytes;
+  };
+  GuestPages big(8 * kDest), small(kDest);
+  int err;
+  const uint32_t big_res = userptr_blob(h, big, &err);
+  REQUIRE(err == 0);
+  const uint32_t small_res = userptr_blob(h, small, &err);
+  REQUIRE(err == 0);
+  auto other = h.mapped_bo(kDest);  // GTT
+  const uint64_t base = gtt();
+  REQUIRE(base == kDest);
+  REQUIRE(acquire(h) == 0);
+  rvgl_rsp_spm_set_dest rsp;
+  // Over the quota: refused before it is queued, nothing held.
+  const Pending refused = set_dest(h, 0, big_res, 8 * kDest, 0);
+  REQUIRE(wait_rsp(h, refused, &rsp));
+  CHECK(rsp.hdr.result == -ENOSPC);
+  CHECK(gtt() == base);
+  // Held while it is the kernel's destination, given back once a later SET_DEST retired it.
+  const Pending held = set_dest(h, 0, small_res, kDest, 0);
+  REQUIRE(wait_rsp(h, held, &rsp));
+  REQUIRE(rsp.hdr.result == 0);
+  CHECK(gtt() == base + kDest);
+  const Pending retire = set_dest(h, other.bo, 0, kDest, 0);
+  REQUIRE(wait_rsp(h, retire, &rsp));
+  REQUIRE(rsp.hdr.result == 0);
+  CHECK(gtt() == base);
+}
