@@ -1,6 +1,7 @@
 #include "global_fences.h"
 
 #include <system_error>
+#include <utility>
 
 #include "log.h"
 #include "util/monotonic_clock.h"
@@ -43,6 +44,8 @@ void GlobalFences::stop() {
     stopping_ = true;
     entries_.clear();
     real_max_.reset();
+    released_.reset();
+    deferred_.reset();
     t = std::move(waiter_);
   }
   cv_.notify_all();
@@ -70,6 +73,13 @@ void GlobalFences::real_refused(uint32_t id, bool ours) {
   if (e) e->real_done = true;
   if (!real_max_ || *real_max_ < id) real_max_ = id;
   std::optional<uint32_t> target = e ? collect_locked() : std::optional<uint32_t>(id);
+  if (!async_) {
+    // Still inside the VMM's create_fence, and QEMU queues the command only once that returns
+    // (virtio_gpu_process_cmdq): a write now would find nothing to retire and never come again.
+    // QEMU polls right after processing its queue (virtio_gpu_virgl_fence_poll), so it goes then.
+    if (target && (!deferred_ || *deferred_ < *target)) deferred_ = target;
+    return;
+  }
   lk.unlock();
   cv_.notify_all();
   deliver(target);
@@ -83,7 +93,7 @@ void GlobalFences::real_signalled(void *cookie, uint32_t id) {
     lk.unlock();
     std::lock_guard dl(deliver_mu_);
     if (write) write(cookie, id);
-    delivered_ = id;
+    if (!delivered_ || *delivered_ < id) delivered_ = id;
     return;
   }
   for (auto &e : entries_)
@@ -97,8 +107,9 @@ void GlobalFences::real_signalled(void *cookie, uint32_t id) {
 
 void GlobalFences::check() {
   std::unique_lock lk(mu_);
-  if (entries_.empty()) return;
-  const auto target = collect_locked();
+  auto target = std::exchange(deferred_, std::nullopt);
+  if (!entries_.empty())
+    if (const auto held = collect_locked(); held && (!target || *target < *held)) target = held;
   lk.unlock();
   deliver(target);
 }
@@ -109,17 +120,21 @@ size_t GlobalFences::held() const {
 }
 
 std::optional<uint32_t> GlobalFences::collect_locked() {
-  bool popped = false;
-  while (!entries_.empty() && entries_.front().real_done && prune(entries_.front().work)) {
+  while (!entries_.empty() && entries_.front().real_done && prune(entries_.front().work))
     entries_.pop_front();
-    popped = true;
+  if (!real_max_) return std::nullopt;
+  // Everything below the oldest held fence may go, but no further than the real library got:
+  // that includes fences the real library signalled that were never held (passed through before
+  // anything of ours was outstanding), which must not wait for a later held one.
+  std::optional<uint32_t> allowed = real_max_;
+  if (!entries_.empty()) {
+    const uint32_t held = entries_.front().id;
+    if (held == 0) return std::nullopt;
+    allowed = std::min(*real_max_, held - 1);
   }
-  if (!popped || !real_max_) return std::nullopt;
-  if (entries_.empty()) return real_max_;
-  // Everything below the oldest held fence may go, but no further than the real library got.
-  const uint32_t held = entries_.front().id;
-  if (held == 0) return std::nullopt;
-  return std::min(*real_max_, held - 1);
+  if (released_ && *released_ >= *allowed) return std::nullopt;  // nothing new
+  released_ = allowed;
+  return allowed;
 }
 
 void GlobalFences::deliver(std::optional<uint32_t> id) {

@@ -14,10 +14,11 @@
 // same thread, same moment. Ids are compared as the VMM does (unsigned, in creation order).
 //
 // Delivery: without VIRGL_RENDERER_ASYNC_FENCE_CB only on the VMM's thread (its calls into us:
-// virgl_renderer_poll, which QEMU calls every 10 ms while fences are pending, create_fence,
-// context_poll, and the real library's write_fence from inside its poll). With it, also from one
-// waiter thread of this class, started the first time a fence is held (bounded: one per
-// process); if that thread cannot start, delivery falls back to the VMM's calls.
+// virgl_renderer_poll, which QEMU calls every 10 ms while fences are pending and right after
+// each batch of commands, context_poll, and the real library's write_fence from inside its
+// poll), never inside create_fence: QEMU queues a fenced command only after that returns. With it,
+// also from one waiter thread of this class, started the first time a fence is held (bounded: one
+// per process); if that thread cannot start, delivery falls back to the VMM's calls.
 #pragma once
 
 #include <condition_variable>
@@ -80,6 +81,9 @@ class GlobalFences {
   bool async_ = false;
   std::deque<Entry> entries_;
   std::optional<uint32_t> real_max_;  // newest id the real library wrote (or that it refused)
+  std::optional<uint32_t> released_;  // newest id collect_locked() let go
+  // Without ASYNC_FENCE_CB: an id let go inside the VMM's create_fence, written at its next poll.
+  std::optional<uint32_t> deferred_;
   bool stopping_ = false;
   bool waiter_failed_ = false;
   std::thread waiter_;

@@ -5,6 +5,7 @@
 // before the work submitted ahead of it (issue 15).
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <mutex>
@@ -62,12 +63,23 @@ class MiniVmm {
 
   // A guest fence as the VMM turns it into a renderer call (QEMU's
   // virtio_gpu_virgl_process_cmd; crosvm's rutabaga create_fence).
+  // QEMU queues the fenced command only after the call returns (virtio_gpu_process_cmdq), so
+  // without ASYNC_FENCE_CB (which QEMU defers to a bottom half) a fence written from inside the
+  // call would be lost: such writes are counted (written_inside_create).
   int fence(uint32_t ctx_id, uint32_t ring_idx, uint64_t fence_id) {
+    in_create_ = true;
+    int r;
     if (p_.ring_fences)
-      return virgl_renderer_context_create_fence(ctx_id, VIRGL_RENDERER_FENCE_FLAG_MERGEABLE,
-                                                 ring_idx, fence_id);
-    // QEMU <= 10.0 passes the command type as ctx_id; 10.1+ and crosvm pass 0 / the context.
-    return virgl_renderer_create_fence(static_cast<int>(fence_id), 0);
+      r = virgl_renderer_context_create_fence(ctx_id, VIRGL_RENDERER_FENCE_FLAG_MERGEABLE, ring_idx,
+                                              fence_id);
+    else  // QEMU <= 10.0 passes the command type as ctx_id; 10.1+ and crosvm pass 0 / the context
+      r = virgl_renderer_create_fence(static_cast<int>(fence_id), 0);
+    in_create_ = false;
+    return r;
+  }
+  int written_inside_create() const {
+    std::lock_guard lk(mu_);
+    return written_inside_create_;
   }
 
   // The VMM's side of delivery until `done()` or the deadline: QEMU's fence-poll timer calls
@@ -117,6 +129,7 @@ class MiniVmm {
   void record(uint32_t ctx, uint32_t ring, uint64_t id) {
     const uint64_t jobs = jobs_completed();
     std::lock_guard lk(mu_);
+    if (!p_.async() && in_create_) ++written_inside_create_;
     retired_.push_back({ctx, ring, id, jobs});
     threads_.push_back(std::this_thread::get_id());
   }
@@ -127,6 +140,8 @@ class MiniVmm {
   mutable std::mutex mu_;
   std::vector<Retired> retired_;
   std::vector<std::thread::id> threads_;
+  std::atomic<bool> in_create_{false};  // the VMM's thread is inside fence()
+  int written_inside_create_ = 0;
 };
 
 }  // namespace rvgl::hooks_test

@@ -105,6 +105,7 @@ void run(VmmProfile p, bool vrend_wanted) {
   CHECK(MiniVmm::jobs_completed() - jobs0 == submitted);
   for (const auto &t : vmm->threads())
     if (!p.async()) CHECK(t == std::this_thread::get_id());
+  CHECK(vmm->written_inside_create() == 0);
   for (auto &g : guests)
     virgl_renderer_context_destroy(g->ctx_id());
 }
@@ -134,4 +135,71 @@ TEST_CASE("1,000 global fences with ASYNC_FENCE_CB: delivered by the waiter thre
        VIRGL_RENDERER_NO_VIRGL | VIRGL_RENDERER_ASYNC_FENCE_CB | VIRGL_RENDERER_THREAD_SYNC, false,
        false, 8, nullptr, false, false, false, false},
       false);
+}
+
+TEST_CASE("a global fence vrend signals is not held back by a later fence held for ROCM work",
+          "[global-1000-vrend]") {
+  ScopedEnv sw("LIBGL_ALWAYS_SOFTWARE", "1");
+  ScopedEnv capset("RVGL_CAPSET_ID", nullptr);
+  MiniVmm vmm({"qemu-10.0", 1, VIRGL_RENDERER_USE_EGL | VIRGL_RENDERER_USE_SURFACELESS, false,
+               false, 8, nullptr, false, false, false, false});
+  if (vmm.result() != 0) {
+    WARN("no surfaceless EGL here: vrend is off, nothing to pass through");
+    return;
+  }
+  RocmGuest g(10, 100);
+  g.start();
+  const uint64_t va = g.caps().va_start;
+  auto [buf_bo, buf_res] = g.bo_blob(2 * kSize, RVGL_DOMAIN_GTT);
+  auto [ib_bo, ib_res] = g.bo_blob(kSize, RVGL_DOMAIN_GTT);
+  auto *ib = static_cast<uint32_t *>(g.map(ib_res, kSize));
+  REQUIRE(g.va_map(buf_bo, 0, va, 2 * kSize) == 0);
+  REQUIRE(g.va_map(ib_bo, 0, va + 2 * kSize, kSize, RVGL_VA_FLAG_READ | RVGL_VA_FLAG_EXECUTE) == 0);
+  std::vector<uint32_t> copy;
+  pk::sdma_copy_linear(copy, va + kSize, va, static_cast<uint32_t>(kSize));
+  pk::sdma_pad(copy);
+  std::memcpy(ib, copy.data(), copy.size() * 4);
+  const uint32_t q = g.queue_create(RVGL_IP_SDMA, 1);
+  for (uint32_t round = 0; round < 5; ++round) {
+    INFO("round " << round);
+    const uint32_t passed = 10 * round + 3, held = passed + 2;
+    // Nothing of ours outstanding: passed straight to vrend, which signals it at its next poll.
+    REQUIRE(vmm.fence(0, 0, passed) == 0);
+    REQUIRE(rvgl_emu_set_knob("RVGL_EMU_JOB_LATENCY_US", "400000") == 0);
+    g.submit(q, va + 2 * kSize, copy.size());
+    const uint64_t jobs = MiniVmm::jobs_completed();
+    REQUIRE(vmm.fence(0, 0, held) == 0);  // held for the copy
+    // vrend's fence goes out while the copy still runs, as it would without us (vrend signals
+    // both of its fences in one write: ours is then the newest id below the held one).
+    REQUIRE(vmm.run_until([&] { return vmm.newest_global() >= passed; }));
+    CHECK(vmm.newest_global() < held);
+    CHECK(MiniVmm::jobs_completed() == jobs);
+    REQUIRE(rvgl_emu_set_knob("RVGL_EMU_JOB_LATENCY_US", "0") == 0);
+    REQUIRE(vmm.run_until([&] { return vmm.newest_global() >= held; }));
+    CHECK(MiniVmm::jobs_completed() == jobs + 1);
+  }
+  CHECK(vmm.written_inside_create() == 0);
+  virgl_renderer_context_destroy(g.ctx_id());
+}
+
+TEST_CASE(
+    "a global fence with no ROCM work left is written at the VMM's next poll, not inside "
+    "create_fence",
+    "[global-1000]") {
+  // QEMU <= 10.0 (callbacks v1) queues the fenced command in fenceq only after
+  // virgl_renderer_create_fence returns, and polls right after its command batch.
+  MiniVmm vmm({"qemu-10.0", 1, VIRGL_RENDERER_NO_VIRGL, false, false, 8, nullptr, false, false,
+               false, false});
+  REQUIRE(vmm.result() == 0);
+  RocmGuest g(10, 100);
+  g.start();
+  for (uint32_t id = 1; id <= 20; ++id) {
+    INFO("fence " << id);
+    REQUIRE(vmm.fence(0, 0, id) == 0);
+    CHECK(vmm.newest_global() == id - 1);
+    virgl_renderer_poll();
+    CHECK(vmm.newest_global() == id);
+  }
+  CHECK(vmm.written_inside_create() == 0);
+  virgl_renderer_context_destroy(g.ctx_id());
 }

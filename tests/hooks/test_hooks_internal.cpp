@@ -164,8 +164,11 @@ TEST_CASE("without a real library every call answers an error and nothing crashe
     virgl_renderer_resource_unref(1);
     CHECK(virgl_renderer_export_fence(1, &fd) == -ENOSYS);
     // Without a real library a global fence is ours alone: accepted, and with no ROCM work
-    // pending written at once.
+    // pending written at the VMM's next poll (never inside create_fence: QEMU has not queued
+    // the command yet).
     CHECK(virgl_renderer_create_fence(1, 0) == 0);
+    CHECK(r.ctx0_fences().empty());
+    virgl_renderer_poll();
     CHECK(r.ctx0_fences() == std::vector<uint32_t>{1});
     CHECK(virgl_renderer_get_cursor_data(1, nullptr, nullptr) == nullptr);
     CHECK(virgl_set_debug_callback(nullptr) == nullptr);
