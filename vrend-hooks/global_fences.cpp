@@ -46,6 +46,7 @@ void GlobalFences::stop() {
     real_max_.reset();
     released_.reset();
     deferred_.reset();
+    last_added_.reset();
     t = std::move(waiter_);
   }
   cv_.notify_all();
@@ -55,8 +56,9 @@ void GlobalFences::stop() {
 void GlobalFences::add(uint32_t id, std::vector<WorkSnapshot> work) {
   std::erase_if(work, [](const WorkSnapshot &w) { return w.empty(); });
   std::lock_guard lk(mu_);
+  const std::optional<uint32_t> before = std::exchange(last_added_, id);
   if (entries_.empty() && work.empty()) return;  // nothing of ours: pass-through
-  entries_.push_back({id, false, std::move(work)});
+  entries_.push_back({id, false, std::move(work), before});
   if (async_) ensure_waiter_locked();
   cv_.notify_all();
 }
@@ -128,9 +130,10 @@ std::optional<uint32_t> GlobalFences::collect_locked() {
   // anything of ours was outstanding), which must not wait for a later held one.
   std::optional<uint32_t> allowed = real_max_;
   if (!entries_.empty()) {
-    const uint32_t held = entries_.front().id;
-    if (held == 0) return std::nullopt;
-    allowed = std::min(*real_max_, held - 1);
+    // The newest fence the VMM has below the oldest held one (none: nothing to write).
+    const std::optional<uint32_t> below = entries_.front().before;
+    if (!below) return std::nullopt;
+    allowed = std::min(*real_max_, *below);
   }
   if (released_ && *released_ >= *allowed) return std::nullopt;  // nothing new
   released_ = allowed;

@@ -67,6 +67,7 @@ class GlobalFences {
     uint32_t id;
     bool real_done;
     std::vector<WorkSnapshot> work;
+    std::optional<uint32_t> before;  // the fence created just before it, held or not
   };
   // Drops finished fences from the front; the id to write now, if any.
   std::optional<uint32_t> collect_locked();
@@ -80,8 +81,9 @@ class GlobalFences {
   WriteFenceFn vmm_write_ = nullptr;
   bool async_ = false;
   std::deque<Entry> entries_;
-  std::optional<uint32_t> real_max_;  // newest id the real library wrote (or that it refused)
-  std::optional<uint32_t> released_;  // newest id collect_locked() let go
+  std::optional<uint32_t> real_max_;    // newest id the real library wrote (or that it refused)
+  std::optional<uint32_t> released_;    // newest id collect_locked() let go
+  std::optional<uint32_t> last_added_;  // the newest fence created
   // Without ASYNC_FENCE_CB: an id let go inside the VMM's create_fence, written at its next poll.
   std::optional<uint32_t> deferred_;
   bool stopping_ = false;
