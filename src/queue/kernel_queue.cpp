@@ -132,10 +132,9 @@ bool KernelQueue::finished(uint64_t seq) const {
   return newest_finished(seq) != 0;
 }
 
-uint64_t KernelQueue::ctx_flags() const {
-  uint64_t flags = 0;
-  dev_->ctx_query_state2(ctx_id_, &flags);
-  return flags;
+int KernelQueue::ctx_flags(uint64_t *flags) const {
+  *flags = 0;
+  return dev_->ctx_query_state2(ctx_id_, flags);
 }
 
 bool KernelQueue::knows_job(uint64_t seq) const {
@@ -145,8 +144,9 @@ bool KernelQueue::knows_job(uint64_t seq) const {
   return false;
 }
 
-int KernelQueue::job_error(uint64_t seq, uint64_t *job) const {
+int KernelQueue::job_error(uint64_t seq, uint64_t *job, bool *unread) const {
   *job = 0;
+  *unread = false;
   uint64_t handle = 0;
   {
     std::lock_guard lk(recent_mu_);
@@ -159,11 +159,17 @@ int KernelQueue::job_error(uint64_t seq, uint64_t *job) const {
   }
   if (!handle) return 0;
   const int r = dev_->wait_cs(ctx_id_, hw_ip(), 0, handle, 0);
-  return is_job_error(r) ? r : 0;
+  if (is_job_error(r)) return r;
+  // -EBUSY: not signalled (only asked of signalled jobs). Anything else is the query's own
+  // failure, which says nothing of the job.
+  *unread = r != 0 && r != -EBUSY;
+  return 0;
 }
 
-int KernelQueue::first_error_between(uint64_t after, uint64_t upto, uint64_t *failed) const {
+int KernelQueue::first_error_between(uint64_t after, uint64_t upto, uint64_t *failed,
+                                     bool *unread) const {
   *failed = 0;
+  *unread = false;
   const uint64_t newest = last_submitted();
   if (newest > kKernelFences) after = std::max(after, newest - kKernelFences);
   if (upto <= after) return 0;
@@ -179,6 +185,10 @@ int KernelQueue::first_error_between(uint64_t after, uint64_t upto, uint64_t *fa
     if (is_job_error(r)) {
       *failed = jobs[i].first;
       return r;
+    }
+    if (r != 0 && r != -EBUSY) {
+      *unread = true;
+      return 0;
     }
   }
   return 0;

@@ -57,11 +57,13 @@ class KernelQueue {
   uint64_t finished_from(uint64_t seq) const { return newest_finished(seq); }
 
   // ---- what the kernel says (the health owner's observation; any thread, ioctls) ----
-  // AMDGPU_CTX_QUERY2_FLAGS_* of the queue's kernel context.
-  uint64_t ctx_flags() const;
+  // AMDGPU_CTX_QUERY2_FLAGS_* of the queue's kernel context in *flags: 0, or the query's -errno
+  // (nothing is known then).
+  int ctx_flags(uint64_t *flags) const;
   // The error of the newest submission at or below `seq` whose kernel fence is known (its seq in
-  // *job, 0 if none is), 0 if it completed without one (or is not known).
-  int job_error(uint64_t seq, uint64_t *job) const;
+  // *job, 0 if none is), 0 if it completed without one (or is not known). *unread: the kernel did
+  // not answer (the query itself failed), so nothing is known of that job.
+  int job_error(uint64_t seq, uint64_t *job, bool *unread) const;
   // Whether the kernel fence of submission `seq` itself is known. A point can be reached before
   // its submit() has recorded the fence (the job ran while the CS ioctl returned); until then
   // job_error(seq) answers for an older job.
@@ -69,8 +71,9 @@ class KernelQueue {
   // The error of the first job in (after, upto] that failed, asked of the kernel whatever its user
   // fence says (a job the timeout's soft recovery killed wrote it), and that job's seq in
   // *failed; 0 if none did. Only the newest kKernelFences submissions can answer: the kernel
-  // reports older ones signalled without an error. One WAIT_CS per job asked.
-  int first_error_between(uint64_t after, uint64_t upto, uint64_t *failed) const;
+  // reports older ones signalled without an error. One WAIT_CS per job asked. *unread: a query
+  // failed before an error was found, so the jobs from there on are not known to be clean.
+  int first_error_between(uint64_t after, uint64_t upto, uint64_t *failed, bool *unread) const;
 
   // ---- published health (written by QueueHealth only) ----
   using Status = QueueStatus;

@@ -246,8 +246,10 @@ ResetProbe::Answer QueueHealth::read_ctx_states(std::vector<Seen> &seen, bool no
     // context's later jobs fail too, so it would show): a refusal, or a newest job whose fence
     // was not recorded yet, leaves the context to be asked.
     if (none_failed && !s.refused && s.job_known && last_reset < s.ctx_stale_from) continue;
-    s.ctx_flags = s.q->ctx_flags();
-    s.ctx_read = true;
+    if (s.q->ctx_flags(&s.ctx_flags))
+      s.unread = true;
+    else
+      s.ctx_read = true;
   }
   return a;
 }
@@ -312,8 +314,12 @@ void QueueHealth::verify_jobs(std::vector<Seen> &seen) {
     if (s.before.lost || s.job_error) continue;
     const uint64_t upto = std::min(s.reached, s.verify_to);
     if (upto <= s.verified_to) continue;
-    s.job_error = s.q->first_error_between(s.verified_to, upto, &s.failed_seq);
-    s.verified_to = upto;
+    bool unread = false;
+    s.job_error = s.q->first_error_between(s.verified_to, upto, &s.failed_seq, &unread);
+    if (unread)
+      s.unread = true;  // asked again from the same job by the next look
+    else
+      s.verified_to = upto;
   }
 }
 
@@ -389,7 +395,14 @@ void QueueHealth::check(int64_t now) {
     // (the kernel sets one only on a job that hung, was cancelled or never ran); the kernel is
     // asked about the others.
     uint64_t job = 0;
-    if (!s.q->finished(s.reached)) s.job_error = s.q->job_error(s.reached, &job);
+    bool unread = false;
+    if (!s.q->finished(s.reached)) s.job_error = s.q->job_error(s.reached, &job, &unread);
+    if (unread) {
+      // Not known to be clean: the probe does not answer for its context.
+      s.unread = true;
+      none_failed = false;
+      continue;
+    }
     if (!s.job_error) continue;
     none_failed = false;
     s.failed_seq = job;
@@ -399,16 +412,21 @@ void QueueHealth::check(int64_t now) {
     // reset). Rare (a queue is lost once), so its recent jobs before that one are asked one by
     // one.
     uint64_t first = 0;
-    if (const int e = s.q->first_error_between(0, job - 1, &first)) {
+    if (const int e = s.q->first_error_between(0, job - 1, &first, &unread)) {
       s.job_error = e;
       s.failed_seq = first;
     }
+    if (unread) s.unread = true;  // the first failure, the cause, is not known yet
   }
   bool reset_news = false;
   const ResetProbe::Answer answer = read_ctx_states(seen, none_failed, look, &reset_news);
+  // A queue not read may be the one a fault belongs to: the fault cache is left for the look
+  // that reads it (it keeps the fault until a newer one).
+  const bool any_unread =
+      std::any_of(seen.begin(), seen.end(), [](const Seen &s) { return s.unread; });
   rvgl_drm_amdgpu_info_gpuvm_fault fault{};
-  const bool new_fault = queues_looked_at && dev_->query_gpuvm_fault(&fault) == 0 && fault.status &&
-                         !same_fault(fault, last_fault_);
+  const bool new_fault = queues_looked_at && !any_unread && dev_->query_gpuvm_fault(&fault) == 0 &&
+                         fault.status && !same_fault(fault, last_fault_);
   if (new_fault) last_fault_ = fault;
 
   // The fault belongs to the queue whose job failed with it; without a failed job (the access was
@@ -433,8 +451,15 @@ void QueueHealth::check(int64_t now) {
   check_users(users, new_fault && !fault_owner, fault);
 
   bool hang = false;  // classified now: its recovery may count the reset only later
+  bool look_again = false;
   for (Seen &s : seen) {
     if (s.before.lost) continue;
+    // One observation or none: with any queue unread (its failure, or a fault that is its, may
+    // be what the others' records would be made of) every queue is looked at again.
+    if (any_unread) {
+      look_again |= unread_look(s);
+      continue;
+    }
     // Marked guilty with no failed job seen: the kernel's timeout handler marks the context
     // before the reset and signals the hung job (-ETIME) and those behind it only after it. A
     // queue with work not yet signalled is classified by the check that signal brings, from the
@@ -475,6 +500,7 @@ void QueueHealth::check(int64_t now) {
     std::lock_guard lk(mu_);
     auto it = queues_.find(s.handle);
     if (it == queues_.end() || it->second.queue != s.q) continue;
+    it->second.unread_looks = 0;
     it->second.signalled = std::max(it->second.signalled, s.signalled);
     it->second.verified_to = std::max(it->second.verified_to, s.verified_to);
     if (faulted)
@@ -509,8 +535,30 @@ void QueueHealth::check(int64_t now) {
   {
     std::lock_guard lk(mu_);
     expect_reset_locked(now, answer, hang, follow_up, trusted);
+    if (look_again) {
+      [[maybe_unused]] const bool due = check_due_locked(now, true);  // files the deadline
+    }
   }
   if (reset_news) ResetNotices::process().tell_others(this);
+}
+
+bool QueueHealth::unread_look(const Seen &s) {
+  std::lock_guard lk(mu_);
+  auto it = queues_.find(s.handle);
+  if (it == queues_.end() || it->second.queue != s.q) return false;
+  Tracked &t = it->second;
+  t.signalled = std::max(t.signalled, s.signalled);
+  if (!s.unread || ++t.unread_looks < kUnreadLooks) {
+    t.dirty = true;
+    return true;
+  }
+  // The kernel keeps refusing to say whether this queue's work ran: its results cannot be
+  // trusted, so it is lost (no record: there is no cause to name). Its next submit is refused.
+  KernelQueue::Status st = s.before;
+  st.lost = true;
+  st.error = -EIO;
+  s.q->publish(st);
+  return false;
 }
 
 bool QueueHealth::all_signalled(std::vector<Seen> &seen) {

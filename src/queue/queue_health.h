@@ -149,6 +149,8 @@ class QueueHealth final : public CompletionEngine::Watch, public ResetListener {
     // verified_to have been.
     uint64_t verify_to = 0;
     uint64_t verified_to = 0;
+    // Checks in a row in which the kernel did not answer for this queue (unread below).
+    uint32_t unread_looks = 0;
   };
   struct TrackedUser {
     std::shared_ptr<UserQueue> queue;
@@ -169,6 +171,9 @@ class QueueHealth final : public CompletionEngine::Watch, public ResetListener {
     bool ctx_read = false;                    // ctx_flags came from the queue's own context
     uint64_t verify_to = 0, verified_to = 0;  // as Tracked's
     uint64_t failed_seq = 0;                  // the job job_error is of: the first that failed
+    // A query about its jobs or its context failed: nothing is classified from this look (a job
+    // that failed must not pass for clean), and the queue is looked at again.
+    bool unread = false;
   };
   // Asks the probe, then reads the context state of the queues of `seen` that need their own
   // query; `none_failed`: no job of theirs failed, so the probe may answer for the others. The
@@ -190,6 +195,10 @@ class QueueHealth final : public CompletionEngine::Watch, public ResetListener {
   void verify_after_reset_locked(std::vector<Seen> &seen, bool mark);
   // Asks the kernel about the jobs of `seen` still to be verified after a reset. Engine thread.
   static void verify_jobs(std::vector<Seen> &seen);
+  // A look that classified nothing for `s` (it, or another queue of the look, was not read):
+  // marks it to be looked at again (true: a deadline is to be filed); after kUnreadLooks looks
+  // that could not read it, publishes it lost. Takes mu_.
+  bool unread_look(const Seen &s);
   void check_users(std::vector<std::pair<uint32_t, std::shared_ptr<UserQueue>>> &users,
                    bool fault_unclaimed, const rvgl_drm_amdgpu_info_gpuvm_fault &fault);
   // Whether a check is due and allowed now (some queue marked, its interval passed); if not, sets
@@ -251,6 +260,8 @@ class QueueHealth final : public CompletionEngine::Watch, public ResetListener {
   // kResetExpectLooks times (about a second), with nothing else looked at unless marked. Under
   // mu_.
   static constexpr uint32_t kResetExpectLooks = 10;
+  // Looks in a row that may fail to read a queue before it is given up as lost (-EIO).
+  static constexpr uint32_t kUnreadLooks = 8;
   int64_t reset_expect_at_ = 0;
   uint32_t reset_expect_looks_ = 0;
   // A check that looked at live queues and whose probe reported no reset trusted the jobs it did

@@ -53,7 +53,9 @@ TEST_CASE("a kernel queue's user fence shows the jobs that ran to their end", "[
   REQUIRE(q->submit({&fault_ib, 1}, {}, 0, &seq) == 0);
   test::wait_signalled(*q, 4);
   uint64_t job = 0;
-  CHECK(q->job_error(4, &job) != 0);
+  bool unread = false;
+  CHECK(q->job_error(4, &job, &unread) != 0);
+  CHECK_FALSE(unread);
   CHECK(job == 4);
   CHECK(q->finished_point() == 3);
   CHECK_FALSE(q->finished(4));  // the failed job never wrote the page
@@ -69,7 +71,7 @@ TEST_CASE("a kernel queue's user fence shows the jobs that ran to their end", "[
     REQUIRE(bare->submit({&nop_ib, 1}, {}, 0, &seq) == 0);
     test::wait_signalled(*bare, 1);
     uint64_t job = 0;
-    CHECK(bare->job_error(1, &job) == 0);
+    CHECK(bare->job_error(1, &job, &unread) == 0);
     CHECK(job == 1);
     CHECK(bare->finished_point() == 0);
     CHECK_FALSE(bare->finished(1));

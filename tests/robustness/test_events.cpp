@@ -284,6 +284,55 @@ TEST_CASE("with vm_fault_stop=0 a fault that did not fail its job is still one V
   }
 }
 
+TEST_CASE(
+    "a faulting job whose error the kernel failed to report is still one VM_FAULT and one "
+    "guilty reset, 20 times",
+    "[robust][events]") {
+  // The health owner's WAIT_CS for the failed job fails once (EIO, ENOMEM): the job must not
+  // pass for clean; the queue is looked at again and classified from a look that read it.
+  ScopedKnob stop("RVGL_EMU_VM_FAULT_STOP", "2");
+  for (const char *rule : {"WAIT_CS:1:EIO", "WAIT_CS:1:ENOMEM"})
+    for (int run = 0; run < 20; ++run) {
+      INFO(rule << ", run " << run);
+      Guest g(5000 + run);
+      int32_t r;
+      const uint32_t q = g.h.queue_create(RVGL_IP_COMPUTE, 10, &r);
+      REQUIRE(r == 0);
+      rvgl_emu_reset_fault_injection();
+      REQUIRE(rvgl_emu_set_knob("RVGL_EMU_FAIL", rule) == 0);
+      REQUIRE(g.write(g.va + (1ull << 31), 1, q) == 0);
+      REQUIRE(until([&] { return g.h.queue_state(q).state == RVGL_QUEUE_STATE_LOST; }));
+      rvgl_emu_reset_fault_injection();
+      const auto st = g.h.queue_state(q);
+      CHECK(st.flags == (RVGL_QUEUE_FLAG_GUILTY | RVGL_QUEUE_FLAG_VM_FAULT));
+      const auto ev = read_events(g.h);
+      const EventCounts c = count(ev);
+      CHECK(c.vm_fault == 1);
+      CHECK(c.reset_guilty == 1);
+      CHECK(c.hang + c.reset_other + c.other == 0);
+      for (const auto &e : ev)
+        CHECK(e.queue == q);
+    }
+}
+
+TEST_CASE("a queue whose jobs the kernel never reports on is lost, not trusted",
+          "[robust][events]") {
+  ScopedKnob stop("RVGL_EMU_VM_FAULT_STOP", "2");
+  Guest g(5100);
+  int32_t r;
+  const uint32_t q = g.h.queue_create(RVGL_IP_COMPUTE, 10, &r);
+  REQUIRE(r == 0);
+  rvgl_emu_reset_fault_injection();
+  REQUIRE(rvgl_emu_set_knob("RVGL_EMU_FAIL", "WAIT_CS:1+:EIO") == 0);
+  REQUIRE(g.write(g.va + (1ull << 31), 1, q) == 0);
+  REQUIRE(until([&] { return g.h.queue_state(q).state == RVGL_QUEUE_STATE_LOST; }));
+  rvgl_emu_reset_fault_injection();
+  const auto st = g.h.queue_state(q);
+  CHECK(st.error == -EIO);
+  CHECK(read_events(g.h).empty());  // no cause to name
+  CHECK(g.write(g.va, 1, q) != 0);  // refused
+}
+
 TEST_CASE("a fence on the events ring retires when a record arrives", "[robust][events]") {
   Guest g(6, /*async=*/false);
   REQUIRE(g.h.fence(RVGL_RING_EVENTS, 1) == 0);
