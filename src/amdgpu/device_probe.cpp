@@ -5,6 +5,7 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <string>
 
@@ -59,27 +60,59 @@ uint32_t partition_xccs(int fd) {
   return ok ? n : 1;
 }
 
+// What a kernel answers for a query or ioctl it does not have or will not serve this caller:
+// drm_ioctl()'s unknown driver ioctl and the driver's unknown query or op (-EINVAL), no such
+// ioctl (-ENOTTY), not supported on this device (-EOPNOTSUPP, -ENODEV, -ENOENT), not allowed to
+// this process (-EPERM, -EACCES: the profiler's perfmon check).
+bool absent(int err) {
+  switch (err) {
+    case -EINVAL:
+    case -ENOTTY:
+    case -EOPNOTSUPP:
+    case -ENODEV:
+    case -ENOENT:
+    case -EPERM:
+    case -EACCES:
+      return true;
+    default:
+      return false;
+  }
+}
+
 }  // namespace
 
 int read_device_facts(AmdgpuDevice &dev, AmdgpuFacts *out) {
   AmdgpuFacts f;
   if (int err = dev.query_dev_info(&f.info)) return err;
   if (int err = dev.query_info(AMDGPU_INFO_MEMORY, &f.memory, sizeof(f.memory))) return err;
-  f.has_compute =
-      dev.query_hw_ip_info(AMDGPU_HW_IP_COMPUTE, &f.compute) == 0 && f.compute.available_rings;
-  f.has_dma = dev.query_hw_ip_info(AMDGPU_HW_IP_DMA, &f.dma) == 0 && f.dma.available_rings;
-  if (f.info.userq_ip_mask & (1u << AMDGPU_HW_IP_COMPUTE))
-    f.has_compute_userq = dev.query_uq_metadata(AMDGPU_HW_IP_COMPUTE, &f.compute_userq) == 0;
+  // A feature the kernel does not have answers one of absent()'s errors (an IP without rings
+  // answers 0 with available_rings 0); any other failure is the kernel's trouble now, and a
+  // context must not quietly offer less than the capset the guest was given: it fails.
+  int err = dev.query_hw_ip_info(AMDGPU_HW_IP_COMPUTE, &f.compute);
+  if (err && !absent(err)) return err;
+  f.has_compute = !err && f.compute.available_rings;
+  err = dev.query_hw_ip_info(AMDGPU_HW_IP_DMA, &f.dma);
+  if (err && !absent(err)) return err;
+  f.has_dma = !err && f.dma.available_rings;
+  if (f.info.userq_ip_mask & (1u << AMDGPU_HW_IP_COMPUTE)) {
+    err = dev.query_uq_metadata(AMDGPU_HW_IP_COMPUTE, &f.compute_userq);
+    if (err && !absent(err)) return err;
+    f.has_compute_userq = !err;
+  }
   // An SDMA user queue needs a context save area (mes_userq_mqd_create() validates csa_va over
   // the size AMDGPU_INFO_UQ_FW_AREAS reports): without that size no guest could size it.
-  if (f.info.userq_ip_mask & (1u << AMDGPU_HW_IP_DMA))
-    f.has_sdma_userq = dev.query_uq_metadata(AMDGPU_HW_IP_DMA, &f.sdma_userq) == 0 &&
-                       f.sdma_userq.sdma.csa_size != 0;
+  if (f.info.userq_ip_mask & (1u << AMDGPU_HW_IP_DMA)) {
+    err = dev.query_uq_metadata(AMDGPU_HW_IP_DMA, &f.sdma_userq);
+    if (err && !absent(err)) return err;
+    f.has_sdma_userq = !err && f.sdma_userq.sdma.csa_size != 0;
+  }
   f.marketing_name = marketing_name(f.info.base.device_id, f.info.base.pci_rev);
   f.xcc_per_xcp = partition_xccs(dev.fd());
   rvgl_drm_amdgpu_profiler_args prof{};
   prof.op = RVGL_AMDGPU_PROFILER_OP_GET_VER;
-  if (dev.profiler(&prof) == 0) {
+  err = dev.profiler(&prof);
+  if (err && !absent(err)) return err;
+  if (!err) {
     f.has_profiler = true;
     f.profiler_version = prof.data.version;
   }

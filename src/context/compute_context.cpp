@@ -101,6 +101,9 @@ std::unique_ptr<ComputeContext> ComputeContext::create(Options opts, int *err) {
   // rearm or a filing after the timer's removal is harmless.
   c->health_ = std::make_unique<QueueHealth>(c->dev_, c->events_,
                                              [engine = c->engine_] { engine->deadline_earlier(); });
+  // Without its probe every check would count as a reset: a kernel that refuses a context now
+  // refuses the guest's context too.
+  if ((*err = c->health_->probe_error())) return nullptr;
   if ((*err = c->engine_->add_timer(c->health_.get(), &c->health_timer_))) return nullptr;
   c->health_->on_deadline_moved(
       [engine = c->engine_, id = c->health_timer_] { engine->deadline_moved(id); });

@@ -127,6 +127,8 @@ class QueueHealth final : public CompletionEngine::Watch, public ResetListener {
   // for this context's next allowed check.
   void reset_elsewhere() override;
 
+  // The reset probe's kernel context could not be created (its -errno), 0 if it was.
+  int probe_error() const { return probe_.error(); }
   uint64_t checks() const;  // for tests: checks that have ended (check_mu_ released)
 
  private:

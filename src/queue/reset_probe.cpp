@@ -5,7 +5,8 @@
 namespace rvgl {
 
 ResetProbe::ResetProbe(std::shared_ptr<AmdgpuDevice> dev) : dev_(std::move(dev)) {
-  has_ctx_ = dev_->ctx_create(AMDGPU_CTX_PRIORITY_NORMAL, &ctx_id_) == 0;
+  err_ = dev_->ctx_create(AMDGPU_CTX_PRIORITY_NORMAL, &ctx_id_);
+  has_ctx_ = err_ == 0;
 }
 
 ResetProbe::~ResetProbe() {

@@ -25,7 +25,7 @@ namespace rvgl {
 class ResetProbe {
  public:
   // Creates the context: it must predate every context it vouches for. Without one (the kernel
-  // refused), ask() always answers kUnknown and costs nothing.
+  // refused: error()), ask() always answers kUnknown and costs nothing.
   explicit ResetProbe(std::shared_ptr<AmdgpuDevice> dev);
   ~ResetProbe();
   ResetProbe(const ResetProbe &) = delete;
@@ -35,11 +35,14 @@ class ResetProbe {
   // Whether the device was reset since the previous ask (the first: since construction). One
   // ioctl, unless there is no context.
   Answer ask();
+  // The kernel's answer to creating the context: 0, or its -errno.
+  int error() const { return err_; }
 
  private:
   std::shared_ptr<AmdgpuDevice> dev_;
   uint32_t ctx_id_ = 0;
   bool has_ctx_ = false;
+  int err_ = 0;
 };
 
 }  // namespace rvgl

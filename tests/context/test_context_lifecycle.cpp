@@ -2,8 +2,12 @@
 // leaves nothing behind in the (emulated) kernel.
 #include <catch2/catch.hpp>
 
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <memory>
+#include <stdexcept>
+#include <string>
 
 #include "../tools/common/amd_packets.h"
 #include "rvgl_emu.h"
@@ -126,4 +130,43 @@ TEST_CASE("destroying a context costs a constant number of kernel calls per mapp
   };
   const uint64_t few = destroy_ioctls(8), many = destroy_ioctls(64);
   CHECK(many - few == (64 - 8) * 2);  // GEM_VA unmap + GEM_CLOSE per object
+}
+
+TEST_CASE(
+    "a kernel call failing while a context is created fails the create; a context never "
+    "offers less than its capset",
+    "[context][lifecycle]") {
+  // The device queries of the create (HW_IP_INFO, UQ metadata, the profiler's GET_VER) and the
+  // health owner's reset-probe context: a transient failure is the create's error, not a
+  // context that quietly lacks compute queues, SDMA, user queues or the SPM.
+  const Config c = test_config();
+  rvgl_capset full{};
+  {
+    ContextHarness h(c);
+    full = h.capset();
+  }
+  for (const char *name : {"INFO", "PROFILER", "CTX"}) {
+    uint32_t refused = 0;
+    for (int n = 1; n <= 12; ++n) {
+      const std::string rule = std::string(name) + ":" + std::to_string(n) + ":EIO";
+      INFO(rule);
+      rvgl_emu_reset_fault_injection();
+      REQUIRE(rvgl_emu_set_knob("RVGL_EMU_FAIL", rule.c_str()) == 0);
+      std::unique_ptr<ContextHarness> h;
+      std::string error;
+      try {
+        h = std::make_unique<ContextHarness>(c);
+      } catch (const std::runtime_error &e) {
+        error = e.what();
+      }
+      rvgl_emu_reset_fault_injection();
+      if (!h) {
+        CHECK(error == "context create failed: " + std::to_string(-EIO));
+        ++refused;
+        continue;
+      }
+      CHECK(std::memcmp(&h->capset(), &full, sizeof full) == 0);
+    }
+    CHECK(refused > 0);  // each of them is asked at create
+  }
 }
