@@ -32,6 +32,14 @@ Config Config::from_env() {
   read_number("RVGL_MAX_USERPTR_MB", &l.max_userptr_bytes, uint64_t{1} << 20);
   read_number("RVGL_MAX_QUEUES", &l.max_queues);
   read_number("RVGL_MAX_VA_MAPPINGS", &l.max_va_mappings);
+  l.max_va_bytes = 0;
+  read_number("RVGL_MAX_VA_MB", &l.max_va_bytes, uint64_t{1} << 20);
+  if (!l.max_va_bytes) {
+    // Every byte the context may hold, mapped once (saturating: the quotas may be huge).
+    const uint64_t pools[] = {l.max_vram_bytes, l.max_gtt_bytes, l.max_userptr_bytes};
+    for (const uint64_t b : pools)
+      l.max_va_bytes = b > UINT64_MAX - l.max_va_bytes ? UINT64_MAX : l.max_va_bytes + b;
+  }
   read_number("RVGL_MAX_SUBMIT_BYTES", &l.max_submit_bytes);
   read_number("RVGL_MAX_IBS", &l.max_ibs_per_submit);
   read_number("RVGL_MAX_WAITS", &l.max_waits_per_submit);

@@ -13,8 +13,13 @@ struct ContextLimits {
   uint64_t max_gtt_bytes = 8ull << 30;       // host RAM the GPU may use for this guest
   uint64_t max_userptr_bytes = 64ull << 30;  // guest RAM registered with the GPU
   uint32_t max_queues = 62;                  // every queue needs its own ring index
-  uint32_t max_va_mappings = 65536;          // each is host bookkeeping, a kernel mapping, PTs
-  uint32_t max_submit_bytes = 1u << 20;      // one command buffer
+  // Kernel GPU VA mappings (a VA_MAP of a scattered userptr blob is one per piece): each is host
+  // bookkeeping, a kernel mapping and its page-table entries.
+  uint32_t max_va_mappings = 65536;
+  // Bytes of GPU VA mapped, counted per mapping (one object mapped twice counts twice): the
+  // kernel's page tables grow with it. Default: the three memory quotas together.
+  uint64_t max_va_bytes = (64ull << 30) + (8ull << 30) + (64ull << 30);
+  uint32_t max_submit_bytes = 1u << 20;  // one command buffer
   uint32_t max_ibs_per_submit = 64;
   uint32_t max_waits_per_submit = 64;
 };

@@ -146,7 +146,12 @@ int32_t ContextMemory::va_map(const rvgl_req_va_map &q) {
   if (int err = va_.check_free(q.va, q.size)) return err;
   if (!range_within(q.offset, q.size, obj->size())) return -EINVAL;
   if ((q.flags & RVGL_VA_FLAG_WRITE) && obj->gpu_read_only()) return -EACCES;
-  if (va_.count() >= limits_.max_va_mappings) return -ENOSPC;
+  // What the kernel will hold: a mapping per piece (a scattered userptr blob has thousands) and
+  // page tables for every byte, however often the same object is mapped.
+  uint64_t pieces = 0;
+  obj->for_each_piece(q.offset, q.size, [&](uint32_t, uint64_t, uint64_t, uint64_t) { ++pieces; });
+  if (pieces > limits_.max_va_mappings - kernel_mappings_) return -ENOSPC;
+  if (q.size > limits_.max_va_bytes - mapped_bytes_) return -ENOSPC;
 
   const uint32_t kflags = kernel_va_flags(q.flags);
   int err = 0;
@@ -159,14 +164,21 @@ int32_t ContextMemory::va_map(const rvgl_req_va_map &q) {
         resident_.add(handle);
         mapped = gpu_off + len;
       });
-  VaMapping m{q.va, q.size, q.offset, q.flags, std::move(obj)};
+  VaMapping m{q.va, q.size, q.offset, q.flags, std::move(obj), pieces};
   if (err) {
     // Undo the pieces that made it.
     if (mapped) unmap(VaMapping{q.va, mapped, q.offset, q.flags, m.object});
     return err;
   }
+  kernel_mappings_ += pieces;
+  mapped_bytes_ += q.size;
   va_.insert(std::move(m));
   return 0;
+}
+
+void ContextMemory::forget(const VaMapping &m) {
+  kernel_mappings_ -= m.pieces;
+  mapped_bytes_ -= m.size;
 }
 
 int32_t ContextMemory::va_unmap(const rvgl_req_va_unmap &q) {
@@ -174,6 +186,7 @@ int32_t ContextMemory::va_unmap(const rvgl_req_va_unmap &q) {
     return -EINVAL;
   auto m = va_.take(q.va, q.size);
   if (!m) return -ENOENT;
+  forget(*m);
   unmap(*m);
   return 0;
 }
@@ -366,8 +379,10 @@ void ContextMemory::unmap(const VaMapping &m) {
 }
 
 void ContextMemory::unmap_object(const MemoryObject *obj) {
-  for (auto &m : va_.take_object(obj))
+  for (auto &m : va_.take_object(obj)) {
+    forget(m);
     unmap_pieces(m);
+  }
   drop_unmapped_from_bo_list();  // once for all of the object's mappings
 }
 

@@ -121,6 +121,7 @@ class ContextMemory {
   int create_userptr(const BlobArgs &args, BlobExport *out);
   int export_object(const MemoryObject &obj, BlobExport *out);
   void unmap(const VaMapping &m);
+  void forget(const VaMapping &m);  // its kernel mappings and bytes no longer count
   void unmap_object(const MemoryObject *obj);
   void unmap_pieces(const VaMapping &m);  // the kernel's VA only
   void drop_unmapped_from_bo_list();
@@ -135,6 +136,8 @@ class ContextMemory {
   std::unordered_map<uint64_t, std::shared_ptr<MemoryObject>> parked_blobs_;
   std::unordered_map<uint32_t, Resource> resources_;
   VaSpace va_;
+  uint64_t kernel_mappings_ = 0;  // pieces of every mapping in va_ (limits_.max_va_mappings)
+  uint64_t mapped_bytes_ = 0;     // sizes of every mapping in va_ (limits_.max_va_bytes)
   ResidentSet resident_;
   KernelBoList bo_list_;  // the kernel's copy of resident_
   UserptrStrategy last_userptr_strategy_ = UserptrStrategy::kStitched;

@@ -19,6 +19,7 @@ struct VaMapping {
   uint64_t offset;  // into the object
   uint32_t flags;   // RVGL_VA_FLAG_*
   std::shared_ptr<MemoryObject> object;
+  uint64_t pieces = 0;  // kernel mappings it made (one per piece of the object it covers)
 };
 
 class VaSpace {

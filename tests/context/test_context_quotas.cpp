@@ -8,6 +8,7 @@
 
 #include "../tools/common/amd_packets.h"
 #include "support/context_harness.h"
+#include "support/guest_ram.h"
 #include "support/scoped_knob.h"
 #include "support/stream_builder.h"
 
@@ -136,6 +137,61 @@ TEST_CASE("VA mapping quota", "[context][quota]") {
   u.size = 4096;
   REQUIRE(h.call<rvgl_rsp_va_unmap>(RVGL_CMD_VA_UNMAP, u).hdr.result == 0);
   CHECK(h.va_map(bo, 0, 0, va0 + 8 * step, 4096) == 0);
+}
+
+TEST_CASE("the VA mapping quota counts kernel mappings: a scattered userptr blob's pieces",
+          "[context][quota]") {
+  // One VA_MAP of a blob over scattered anonymous pages is a kernel mapping per piece: counted
+  // as one, 65,536 maps of a blob of 16,384 pieces were a billion kernel mappings (an audit).
+  constexpr uint64_t kPieces = 4, kPage = 4096;
+  Config c = test_config();
+  c.limits.max_va_mappings = 2 * kPieces + 1;
+  ContextHarness h(c);
+  h.create_shmem();
+  GuestPages ram(2 * kPieces * kPage, /*memfd=*/false);
+  std::vector<iovec> iov;
+  for (uint64_t i = 0; i < kPieces; ++i)
+    iov.push_back({ram.ptr(2 * i * kPage), kPage});  // every other page: nothing merges
+  int err;
+  const uint32_t res = userptr_blob(h, iov, &err);
+  REQUIRE(err == 0);
+  REQUIRE(h.ctx().stats().last_userptr_objects == kPieces);
+  const uint64_t va0 = h.capset().va_start, step = 2ull << 20;
+  REQUIRE(h.va_map(0, res, 0, va0, kPieces * kPage) == 0);
+  REQUIRE(h.va_map(0, res, 0, va0 + step, kPieces * kPage) == 0);
+  CHECK(h.va_map(0, res, 0, va0 + 2 * step, kPieces * kPage) == -ENOSPC);  // 1 of 4 left
+  CHECK(h.va_map(0, res, 0, va0 + 2 * step, kPage) == 0);                  // one piece fits
+  rvgl_req_va_unmap u{};
+  u.va = va0;
+  u.size = kPieces * kPage;
+  REQUIRE(h.call<rvgl_rsp_va_unmap>(RVGL_CMD_VA_UNMAP, u).hdr.result == 0);
+  CHECK(h.va_map(0, res, 0, va0 + 3 * step, kPieces * kPage) == 0);
+  CHECK(h.va_map(0, res, 0, va0 + 4 * step, kPage) == -ENOSPC);
+}
+
+TEST_CASE("mapped bytes are bounded, however often one object is mapped", "[context][quota]") {
+  // Page tables grow with mapped bytes: one 256 MiB BO mapped 65,536 times was 16 TiB of GPU VA
+  // (an audit).
+  constexpr uint64_t kSize = 1 << 20;
+  Config c = test_config();
+  c.limits.max_va_bytes = 3 * kSize;
+  ContextHarness h(c);
+  h.create_shmem();
+  int32_t r;
+  const uint32_t bo = h.bo_create(kSize, RVGL_DOMAIN_GTT, 0, 0, &r);
+  REQUIRE(r == 0);
+  const uint64_t va0 = h.capset().va_start, step = 2 * kSize;
+  for (uint64_t i = 0; i < 3; ++i)
+    REQUIRE(h.va_map(bo, 0, 0, va0 + i * step, kSize) == 0);
+  CHECK(h.va_map(bo, 0, 0, va0 + 3 * step, kSize) == -ENOSPC);
+  CHECK(h.va_map(bo, 0, 0, va0 + 3 * step, 4096) == -ENOSPC);
+  // BO_FREE unmaps it everywhere: all of it is free again.
+  rvgl_req_bo_free f{};
+  f.bo = bo;
+  REQUIRE(h.call<rvgl_rsp_bo_free>(RVGL_CMD_BO_FREE, f).hdr.result == 0);
+  const uint32_t again = h.bo_create(3 * kSize, RVGL_DOMAIN_GTT, 0, 0, &r);
+  REQUIRE(r == 0);
+  CHECK(h.va_map(again, 0, 0, va0, 3 * kSize) == 0);
 }
 
 TEST_CASE("a destroyed queue counts against the queue quota until its fences retire",
