@@ -150,12 +150,12 @@ void ComputeContext::close() {
 
 int ComputeContext::submit_cmd(std::span<const uint8_t> cmds) {
   ShmemView &view = shmem_ ? shmem_->view() : no_shmem_;
-  if (!capture_) return decoder_.run(cmds, view).error;
   // A buffer the decoder refuses unread is not copied to disk either: the guest could otherwise
   // fill the host's disk past the submit limit.
-  capture_->submit(cmds.size() > limits_.max_submit_bytes ? cmds.first(0) : cmds);
+  if (capture_) capture_->submit(cmds.size() > limits_.max_submit_bytes ? cmds.first(0) : cmds);
   const int r = decoder_.run(cmds, view).error;
-  capture_->done(r);
+  memory_->settle_bo_list();
+  if (capture_) capture_->done(r);
   return r;
 }
 

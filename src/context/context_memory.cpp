@@ -369,13 +369,28 @@ void ContextMemory::drop_unmapped_from_bo_list() {
   // The kernel's BO list holds references too: an unmapped object must not live on through it.
   // If the update fails the old list would keep it (a revoked userptr's pages with it): the list
   // goes instead, and the next submission makes a new one.
+  bo_list_stale_ = false;
   uint32_t list;
   if (bo_list_.sync(resident_, &list) != 0) bo_list_.destroy();
 }
 
+void ContextMemory::dropped_from_resident_set(const MemoryObject &obj) {
+  // Guest pages must be let go before the VMM's call returns; anything else may stay referenced
+  // by the list until the command buffer ends (settle_bo_list()): one update per buffer rather
+  // than one per unmap, each as long as the whole resident set.
+  if (obj.kind() == MemoryObject::Kind::kUserptr)
+    drop_unmapped_from_bo_list();
+  else
+    bo_list_stale_ = true;
+}
+
+void ContextMemory::settle_bo_list() {
+  if (bo_list_stale_) drop_unmapped_from_bo_list();
+}
+
 void ContextMemory::unmap(const VaMapping &m) {
   unmap_pieces(m);
-  drop_unmapped_from_bo_list();
+  dropped_from_resident_set(*m.object);
 }
 
 void ContextMemory::unmap_object(const MemoryObject *obj) {
@@ -383,7 +398,7 @@ void ContextMemory::unmap_object(const MemoryObject *obj) {
     forget(m);
     unmap_pieces(m);
   }
-  drop_unmapped_from_bo_list();  // once for all of the object's mappings
+  dropped_from_resident_set(*obj);  // once for all of the object's mappings
 }
 
 MemoryStats ContextMemory::stats() const {

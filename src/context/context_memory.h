@@ -104,6 +104,9 @@ class ContextMemory {
   const VaSpace &va() const { return va_; }
   const MemoryObject *bo(uint32_t handle) const { return bos_.get(handle); }
   const HandleTable<MemoryObject> &bos() const { return bos_; }
+  // The end of a command buffer: objects unmapped during it leave the kernel's BO list now (one
+  // update for the whole buffer).
+  void settle_bo_list();
   // The resident set as the kernel BO list a CS names (0: empty); an ioctl only when it changed.
   int bo_list(uint32_t *handle) { return bo_list_.sync(resident_, handle); }
   uint64_t bo_list_updates() const { return bo_list_.updates(); }
@@ -125,6 +128,9 @@ class ContextMemory {
   void unmap_object(const MemoryObject *obj);
   void unmap_pieces(const VaMapping &m);  // the kernel's VA only
   void drop_unmapped_from_bo_list();
+  // After unmapping obj: the kernel's BO list is brought up to date now for guest pages, at
+  // settle_bo_list() for the rest.
+  void dropped_from_resident_set(const MemoryObject &obj);
 
   std::shared_ptr<AmdgpuDevice> dev_;
   const uint64_t features_;  // RVGL_FEATURE_* of the capset
@@ -136,6 +142,7 @@ class ContextMemory {
   std::unordered_map<uint64_t, std::shared_ptr<MemoryObject>> parked_blobs_;
   std::unordered_map<uint32_t, Resource> resources_;
   VaSpace va_;
+  bool bo_list_stale_ = false;    // the kernel's list still names objects no longer mapped
   uint64_t kernel_mappings_ = 0;  // pieces of every mapping in va_ (limits_.max_va_mappings)
   uint64_t mapped_bytes_ = 0;     // sizes of every mapping in va_ (limits_.max_va_bytes)
   ResidentSet resident_;
