@@ -451,13 +451,15 @@ void QueueHealth::check(int64_t now) {
   check_users(users, new_fault && !fault_owner, fault);
 
   bool hang = false;  // classified now: its recovery may count the reset only later
-  bool look_again = false;
+  bool look_again = false, gave_up = false;
   for (Seen &s : seen) {
     if (s.before.lost) continue;
     // One observation or none: with any queue unread (its failure, or a fault that is its, may
     // be what the others' records would be made of) every queue is looked at again.
     if (any_unread) {
-      look_again |= unread_look(s);
+      const Unread u = unread_look(s, now);
+      look_again |= u == Unread::kLookAgain;
+      gave_up |= u == Unread::kGaveUp;
       continue;
     }
     // Marked guilty with no failed job seen: the kernel's timeout handler marks the context
@@ -500,7 +502,7 @@ void QueueHealth::check(int64_t now) {
     std::lock_guard lk(mu_);
     auto it = queues_.find(s.handle);
     if (it == queues_.end() || it->second.queue != s.q) continue;
-    it->second.unread_looks = 0;
+    it->second.unread_since = 0;
     it->second.signalled = std::max(it->second.signalled, s.signalled);
     it->second.verified_to = std::max(it->second.verified_to, s.verified_to);
     if (faulted)
@@ -539,18 +541,33 @@ void QueueHealth::check(int64_t now) {
       [[maybe_unused]] const bool due = check_due_locked(now, true);  // files the deadline
     }
   }
+  if (gave_up) {
+    // The looks that could not read the queue left the fault cache unread: a fault there may be
+    // its, and must not be pinned on the next queue to complete work. Posted once, for no queue.
+    rvgl_drm_amdgpu_info_gpuvm_fault f{};
+    if (dev_->query_gpuvm_fault(&f) == 0 && f.status && !same_fault(f, last_fault_)) {
+      last_fault_ = f;
+      std::lock_guard lk(mu_);
+      post(RVGL_EVENT_VM_FAULT, RVGL_EVENT_QUEUE_NONE, f.addr,
+           f.status | (uint64_t{f.vmhub} << 32));
+      events_.notify();
+    }
+  }
   if (reset_news) ResetNotices::process().tell_others(this);
 }
 
-bool QueueHealth::unread_look(const Seen &s) {
+QueueHealth::Unread QueueHealth::unread_look(const Seen &s, int64_t now) {
   std::lock_guard lk(mu_);
   auto it = queues_.find(s.handle);
-  if (it == queues_.end() || it->second.queue != s.q) return false;
+  if (it == queues_.end() || it->second.queue != s.q) return Unread::kGone;
   Tracked &t = it->second;
   t.signalled = std::max(t.signalled, s.signalled);
-  if (!s.unread || ++t.unread_looks < kUnreadLooks) {
+  t.refused |= s.refused;             // taken by this look, which classified nothing
+  if (!s.unread) t.unread_since = 0;  // read this time: another queue was not
+  if (s.unread && !t.unread_since) t.unread_since = now;
+  if (!s.unread || now - t.unread_since < kUnreadGiveUpNs) {
     t.dirty = true;
-    return true;
+    return Unread::kLookAgain;
   }
   // The kernel keeps refusing to say whether this queue's work ran: its results cannot be
   // trusted, so it is lost (no record: there is no cause to name). Its next submit is refused.
@@ -558,7 +575,7 @@ bool QueueHealth::unread_look(const Seen &s) {
   st.lost = true;
   st.error = -EIO;
   s.q->publish(st);
-  return false;
+  return Unread::kGaveUp;
 }
 
 bool QueueHealth::all_signalled(std::vector<Seen> &seen) {

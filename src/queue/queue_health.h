@@ -151,8 +151,8 @@ class QueueHealth final : public CompletionEngine::Watch, public ResetListener {
     // verified_to have been.
     uint64_t verify_to = 0;
     uint64_t verified_to = 0;
-    // Checks in a row in which the kernel did not answer for this queue (unread below).
-    uint32_t unread_looks = 0;
+    // Since when the kernel has not answered for this queue (unread below), 0 while it does.
+    int64_t unread_since = 0;
   };
   struct TrackedUser {
     std::shared_ptr<UserQueue> queue;
@@ -198,9 +198,10 @@ class QueueHealth final : public CompletionEngine::Watch, public ResetListener {
   // Asks the kernel about the jobs of `seen` still to be verified after a reset. Engine thread.
   static void verify_jobs(std::vector<Seen> &seen);
   // A look that classified nothing for `s` (it, or another queue of the look, was not read):
-  // marks it to be looked at again (true: a deadline is to be filed); after kUnreadLooks looks
-  // that could not read it, publishes it lost. Takes mu_.
-  bool unread_look(const Seen &s);
+  // marks it to be looked at again (kLookAgain: a deadline is to be filed); once the kernel has
+  // not answered for it for kUnreadGiveUpNs, publishes it lost (kGaveUp). Takes mu_.
+  enum class Unread { kGone, kLookAgain, kGaveUp };
+  Unread unread_look(const Seen &s, int64_t now_ns);
   void check_users(std::vector<std::pair<uint32_t, std::shared_ptr<UserQueue>>> &users,
                    bool fault_unclaimed, const rvgl_drm_amdgpu_info_gpuvm_fault &fault);
   // Whether a check is due and allowed now (some queue marked, its interval passed); if not, sets
@@ -262,8 +263,9 @@ class QueueHealth final : public CompletionEngine::Watch, public ResetListener {
   // kResetExpectLooks times (about a second), with nothing else looked at unless marked. Under
   // mu_.
   static constexpr uint32_t kResetExpectLooks = 10;
-  // Looks in a row that may fail to read a queue before it is given up as lost (-EIO).
-  static constexpr uint32_t kUnreadLooks = 8;
+  // How long the kernel may fail to answer for a queue, looked at again at every interval,
+  // before it is given up as lost (-EIO): a transient ENOMEM must not cost a healthy queue.
+  static constexpr int64_t kUnreadGiveUpNs = 1'000'000'000;
   int64_t reset_expect_at_ = 0;
   uint32_t reset_expect_looks_ = 0;
   // A check that looked at live queues and whose probe reported no reset trusted the jobs it did

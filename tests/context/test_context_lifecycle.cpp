@@ -192,6 +192,8 @@ TEST_CASE(
       INFO(rule);
       rvgl_emu_reset_fault_injection();
       REQUIRE(rvgl_emu_set_knob("RVGL_EMU_FAIL", rule.c_str()) == 0);
+      rvgl_emu_counters before{}, after{};
+      rvgl_emu_get_counters(&before, sizeof before);
       std::unique_ptr<ContextHarness> h;
       std::string error;
       try {
@@ -199,7 +201,11 @@ TEST_CASE(
       } catch (const std::runtime_error &e) {
         error = e.what();
       }
+      rvgl_emu_get_counters(&after, sizeof after);
       rvgl_emu_reset_fault_injection();
+      // Exactly the creates whose call was failed are refused, with that call's error.
+      const bool failed_a_call = after.injected_failures - before.injected_failures == 1;
+      CHECK(!h == failed_a_call);
       if (!h) {
         CHECK(error == "context create failed: " + std::to_string(-EIO));
         ++refused;
