@@ -51,14 +51,15 @@ int fd_reserve() {
   return reserve_of(nofile_limit());
 }
 
-bool descriptor_left_for_us() {
+bool descriptor_left_for_us(int n) {
   const long limit = nofile_limit();  // one getrlimit for both the limit and the reserve
   if (limit < 0) return true;
-  // The lowest free descriptor, taken and given back (as any open would take it).
+  // The lowest free descriptor, taken and given back (as any open would take it): the next n
+  // opens take it and those above it.
   const int lowest = fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, 0);
   if (lowest < 0) return errno != EMFILE && errno != ENFILE;  // no stderr: cannot tell
   close(lowest);
-  return lowest < limit - reserve_of(limit);
+  return lowest + n - 1 < limit - reserve_of(limit);
 }
 
 }  // namespace rvgl::hooks

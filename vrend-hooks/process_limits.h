@@ -18,10 +18,10 @@ int free_fds();
 // context needs a few of its own (device, eventfd, shared page), the VMM the rest.
 int fd_reserve();
 
-// Whether one more descriptor of ours still leaves the VMM its reserve: the lowest free
-// descriptor (the one the next open gets) is below the limit minus fd_reserve(). Three system
-// calls, for each blob that keeps an fd. Descriptors closed below open ones leave holes that make
-// the answer generous, never strict; no /proc needed.
-bool descriptor_left_for_us();
+// Whether n more descriptors of ours still leave the VMM its reserve: the lowest free descriptor
+// (the one the next open gets) plus n - 1 is below the limit minus fd_reserve(). Three system
+// calls, for each blob that keeps an fd and each queue. Descriptors closed below open ones leave
+// holes that make the answer generous, never strict; no /proc needed.
+bool descriptor_left_for_us(int n = 1);
 
 }  // namespace rvgl::hooks

@@ -76,6 +76,7 @@ ComputeContext::ComputeContext(const Options &opts)
     : ctx_id_(opts.ctx_id),
       config_(*opts.config),
       limits_(opts.config->limits),
+      descriptor_left_(opts.descriptor_left),
       decoder_(table(), this, opts.config->limits.max_submit_bytes),
       queues_(opts.config->limits.max_queues),
       // delivery_ is set in create(), before any thread can post.

@@ -13,6 +13,7 @@
 #include <atomic>
 #include <mutex>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -54,6 +55,9 @@ class ComputeContext {
     UniqueFd drm_fd;            // the VMM's choice (get_drm_fd); else config / first node
     bool async_fences = false;  // VMM set VIRGL_RENDERER_ASYNC_FENCE_CB
     FenceDelivery::Callback on_fence;
+    // Whether the process may still spend `n` more file descriptors without eating into what
+    // the VMM keeps for itself. Unset: always.
+    std::function<bool(int n)> descriptor_left;
   };
 
   // The RVGL_FEATURE_* bits this build implements.
@@ -167,6 +171,7 @@ class ComputeContext {
   uint32_t ctx_id_;
   const Config &config_;
   const ContextLimits &limits_;
+  const std::function<bool(int)> descriptor_left_;  // Options::descriptor_left
   std::shared_ptr<AmdgpuDevice> dev_;
   DeviceFacts facts_;
   FrameDecoder decoder_;

@@ -29,6 +29,11 @@ int32_t ComputeContext::cmd_queue_create(const Request &req, Response &rsp) {
   // in a loop would hold kernel objects and fds without a bound.
   collect_drained();
   if (queues_.size() + draining_.size() >= limits_.max_queues) return -ENOSPC;
+  // Queues of many contexts together could take the descriptors the VMM keeps for itself (the
+  // per-context quota does not see the others): refused before any is spent. A kernel queue
+  // holds one (its completion watch's eventfd) and, while the engine takes its timeline, one more
+  // (the syncobj's export).
+  if (descriptor_left_ && !descriptor_left_(2)) return -EMFILE;
 
   auto entry = std::make_shared<Queue>();
   entry->ring_idx = q.ring_idx;

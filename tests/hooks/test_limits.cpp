@@ -216,6 +216,68 @@ TEST_CASE("with ulimit -n lowered, host blobs are refused before the VMM runs ou
   CHECK(WEXITSTATUS(status) == 0);
 }
 
+TEST_CASE("with ulimit -n lowered, queues are refused before the VMM runs out of files",
+          "[limits]") {
+  // Each queue spends a descriptor (its completion watch; the emulated kernel one more for its
+  // user fence page): the queue quota is per context, so contexts' queues together could take the
+  // VMM's reserve (an audit: 8 contexts x 62 queues, +1024 descriptors).
+  const pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    const int base = open_fds();
+    const int limit = base + 96;
+    const rlimit rl{rlim_t(limit), rlim_t(limit)};
+    if (setrlimit(RLIMIT_NOFILE, &rl) != 0) _exit(10);
+    const int reserve = std::min(64, limit / 4);  // process_limits.cpp, fd_reserve()
+    Renderer r(poll_mode());
+    if (r.result() != 0) _exit(11);
+    RocmGuest g(1, 100);
+    try {
+      g.start();
+    } catch (...) {
+      _exit(12);
+    }
+    std::vector<uint32_t> queues;
+    int32_t refusal = 0;
+    for (uint32_t ring = 1; ring <= 62 && !refusal; ++ring) {
+      rvgl_req_queue_create q{};
+      q.kind = RVGL_QUEUE_KIND_KERNEL;
+      q.ip = RVGL_IP_COMPUTE;
+      q.ring_idx = ring;
+      const auto rsp = g.call<rvgl_rsp_queue_create>(RVGL_CMD_QUEUE_CREATE, q);
+      if (rsp.hdr.result == 0)
+        queues.push_back(rsp.queue);
+      else
+        refusal = rsp.hdr.result;
+    }
+    if (refusal != -EMFILE) _exit(13);
+    if (queues.empty()) _exit(14);
+    std::vector<int> files;  // the reserve is the VMM's: every one of those descriptors opens
+    for (int i = 0; i < reserve; ++i) {
+      const int fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+      if (fd < 0) _exit(15);
+      files.push_back(fd);
+    }
+    for (int fd : files)
+      close(fd);
+    if (!serves(g)) _exit(16);
+    // A queue that goes (no fences wait on it) makes room for one more.
+    rvgl_req_queue_destroy d{};
+    d.queue = queues.back();
+    if (g.call<rvgl_rsp_queue_destroy>(RVGL_CMD_QUEUE_DESTROY, d).hdr.result != 0) _exit(17);
+    rvgl_req_queue_create q{};
+    q.kind = RVGL_QUEUE_KIND_KERNEL;
+    q.ip = RVGL_IP_COMPUTE;
+    q.ring_idx = 62;
+    if (g.call<rvgl_rsp_queue_create>(RVGL_CMD_QUEUE_CREATE, q).hdr.result != 0) _exit(18);
+    _exit(0);
+  }
+  int status = 0;
+  REQUIRE(waitpid(pid, &status, 0) == pid);
+  REQUIRE(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+}
+
 TEST_CASE("thread creation failing never lets an exception out", "[limits]") {
   Renderer r(poll_mode());
   REQUIRE(r.result() == 0);
