@@ -14,6 +14,7 @@
 #include "guest_pages.h"
 #include "renderer_fixture.h"
 #include "rocm_guest.h"
+#include "rvgl_emu.h"
 
 using namespace rvgl::hooks_test;
 namespace pk = rvgl::packets;
@@ -51,6 +52,24 @@ TEST_CASE("capset ROCM is ours and describes the device", "[hooks][rocm]") {
   rvgl_capset untouched{};
   virgl_renderer_fill_caps(RVGL_CAPSET_ID, 2, &untouched);
   CHECK(untouched.wire_format_version == 0);
+}
+
+TEST_CASE("a transient kernel failure while the capset is probed does not hide it",
+          "[hooks][rocm]") {
+  // QEMU lists capsets once, at start-up: a failed probe then would hide ROCM for the VM's life.
+  rvgl_emu_counters before{}, after{};
+  rvgl_emu_get_counters(&before, sizeof before);
+  rvgl_emu_reset_fault_injection();
+  REQUIRE(rvgl_emu_set_knob("RVGL_EMU_FAIL", "INFO:1:EIO") == 0);
+  Renderer r(rocm_options(false));
+  REQUIRE(r.result() == 0);
+  uint32_t ver = 0, size = 0;
+  virgl_renderer_get_cap_set(RVGL_CAPSET_ID, &ver, &size);
+  rvgl_emu_get_counters(&after, sizeof after);
+  rvgl_emu_reset_fault_injection();
+  CHECK(after.injected_failures - before.injected_failures == 1);
+  CHECK(ver == RVGL_CAPSET_VERSION);
+  CHECK(size == sizeof(rvgl_capset));
 }
 
 TEST_CASE("the capset id is configurable", "[hooks][rocm]") {
