@@ -451,7 +451,8 @@ void QueueHealth::check(int64_t now) {
   check_users(users, new_fault && !fault_owner, fault);
 
   bool hang = false;  // classified now: its recovery may count the reset only later
-  bool look_again = false, gave_up = false;
+  bool look_again = false;
+  std::vector<const Seen *> given_up;
   for (Seen &s : seen) {
     if (s.before.lost) continue;
     // One observation or none: with any queue unread (its failure, or a fault that is its, may
@@ -459,7 +460,7 @@ void QueueHealth::check(int64_t now) {
     if (any_unread) {
       const Unread u = unread_look(s, now);
       look_again |= u == Unread::kLookAgain;
-      gave_up |= u == Unread::kGaveUp;
+      if (u == Unread::kGaveUp) given_up.push_back(&s);
       continue;
     }
     // Marked guilty with no failed job seen: the kernel's timeout handler marks the context
@@ -541,18 +542,7 @@ void QueueHealth::check(int64_t now) {
       [[maybe_unused]] const bool due = check_due_locked(now, true);  // files the deadline
     }
   }
-  if (gave_up) {
-    // The looks that could not read the queue left the fault cache unread: a fault there may be
-    // its, and must not be pinned on the next queue to complete work. Posted once, for no queue.
-    rvgl_drm_amdgpu_info_gpuvm_fault f{};
-    if (dev_->query_gpuvm_fault(&f) == 0 && f.status && !same_fault(f, last_fault_)) {
-      last_fault_ = f;
-      std::lock_guard lk(mu_);
-      post(RVGL_EVENT_VM_FAULT, RVGL_EVENT_QUEUE_NONE, f.addr,
-           f.status | (uint64_t{f.vmhub} << 32));
-      events_.notify();
-    }
-  }
+  if (!given_up.empty()) give_up(given_up);
   if (reset_news) ResetNotices::process().tell_others(this);
 }
 
@@ -569,13 +559,30 @@ QueueHealth::Unread QueueHealth::unread_look(const Seen &s, int64_t now) {
     t.dirty = true;
     return Unread::kLookAgain;
   }
-  // The kernel keeps refusing to say whether this queue's work ran: its results cannot be
-  // trusted, so it is lost (no record: there is no cause to name). Its next submit is refused.
-  KernelQueue::Status st = s.before;
-  st.lost = true;
-  st.error = -EIO;
-  s.q->publish(st);
   return Unread::kGaveUp;
+}
+
+void QueueHealth::give_up(const std::vector<const Seen *> &queues) {
+  // The looks that could not read them left the fault cache unread: a fault there may be theirs,
+  // and must not be pinned on the next queue to complete work. Posted once, for no queue, and
+  // before they are published lost (a guest that sees one lost finds the record in the ring).
+  rvgl_drm_amdgpu_info_gpuvm_fault f{};
+  const bool fault = dev_->query_gpuvm_fault(&f) == 0 && f.status && !same_fault(f, last_fault_);
+  if (fault) last_fault_ = f;
+  std::lock_guard lk(mu_);
+  if (fault)
+    post(RVGL_EVENT_VM_FAULT, RVGL_EVENT_QUEUE_NONE, f.addr, f.status | (uint64_t{f.vmhub} << 32));
+  for (const Seen *s : queues) {
+    auto it = queues_.find(s->handle);
+    if (it == queues_.end() || it->second.queue != s->q) continue;  // destroyed meanwhile
+    // The kernel keeps refusing to say whether its work ran: its results cannot be trusted, so it
+    // is lost (no record: there is no cause to name). Its next submit is refused.
+    KernelQueue::Status st = s->before;
+    st.lost = true;
+    st.error = -EIO;
+    s->q->publish(st);
+  }
+  events_.notify();
 }
 
 bool QueueHealth::all_signalled(std::vector<Seen> &seen) {

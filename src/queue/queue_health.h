@@ -199,9 +199,12 @@ class QueueHealth final : public CompletionEngine::Watch, public ResetListener {
   static void verify_jobs(std::vector<Seen> &seen);
   // A look that classified nothing for `s` (it, or another queue of the look, was not read):
   // marks it to be looked at again (kLookAgain: a deadline is to be filed); once the kernel has
-  // not answered for it for kUnreadGiveUpNs, publishes it lost (kGaveUp). Takes mu_.
+  // not answered for it for kUnreadGiveUpNs, it is to be given up (kGaveUp). Takes mu_.
   enum class Unread { kGone, kLookAgain, kGaveUp };
   Unread unread_look(const Seen &s, int64_t now_ns);
+  // Publishes `queues` (kGaveUp) lost with -EIO, after posting a fault the fault cache holds that
+  // no look attributed. Takes mu_.
+  void give_up(const std::vector<const Seen *> &queues);
   void check_users(std::vector<std::pair<uint32_t, std::shared_ptr<UserQueue>>> &users,
                    bool fault_unclaimed, const rvgl_drm_amdgpu_info_gpuvm_fault &fault);
   // Whether a check is due and allowed now (some queue marked, its interval passed); if not, sets

@@ -323,7 +323,9 @@ TEST_CASE("a queue whose jobs the kernel never reports on is lost, not trusted",
   const uint32_t q = g.h.queue_create(RVGL_IP_COMPUTE, 10, &r);
   REQUIRE(r == 0);
   rvgl_emu_reset_fault_injection();
-  REQUIRE(rvgl_emu_set_knob("RVGL_EMU_FAIL", "WAIT_CS:1+:EIO") == 0);
+  // Neither the job's error nor its context's state can be read (a check that runs before the
+  // job's kernel fence is recorded reads the context alone).
+  REQUIRE(rvgl_emu_set_knob("RVGL_EMU_FAIL", "WAIT_CS:1+:EIO,CTX:1+:EIO") == 0);
   REQUIRE(g.write(g.va + (1ull << 31), 1, q) == 0);
   REQUIRE(until([&] { return g.h.queue_state(q).state == RVGL_QUEUE_STATE_LOST; }));
   rvgl_emu_reset_fault_injection();
