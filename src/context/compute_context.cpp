@@ -164,6 +164,8 @@ int ComputeContext::submit_cmd(std::span<const uint8_t> cmds) {
 
 int ComputeContext::create_fence(uint32_t ring_idx, uint64_t fence_id, bool mergeable) {
   if (ring_idx >= RVGL_RING_COUNT) return -EINVAL;
+  // Each waiting fence is host memory; a virtio VMM's queue bounds them, a vtest client nothing.
+  if (delivery_->waiting() >= kMaxWaitingFences) return -ENOSPC;
   collect_drained();
   std::shared_ptr<const FenceSource> src;
   uint64_t point = 0;
@@ -281,7 +283,7 @@ void ComputeContext::unwatch_queue(Queue &q) {
 
 void ComputeContext::collect_drained() {
   for (size_t i = 0; i < draining_.size();) {
-    if (delivery_->references(draining_[i].watch->queue().timeline().get())) {
+    if (!delivery_->taken_through(draining_[i].ring, draining_[i].fences)) {
       ++i;
       continue;
     }

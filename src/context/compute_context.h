@@ -88,6 +88,8 @@ class ComputeContext {
   bool has_resource(uint32_t res_id) const { return memory_->has_resource(res_id); }
   int export_resource(uint32_t res_id, BlobExport *out);
 
+  // Fences one context may have waiting (create_fence: -ENOSPC beyond).
+  static constexpr uint64_t kMaxWaitingFences = 65536;
   // mergeable: VIRGL_RENDERER_FENCE_FLAG_MERGEABLE was given.
   int create_fence(uint32_t ring_idx, uint64_t fence_id, bool mergeable = false);
   int poll_fd() const { return delivery_->poll_fd(); }
@@ -122,10 +124,12 @@ class ComputeContext {
     std::unique_ptr<QueueWatch> watch;  // kernel queues: the completion engine's view of it
     uint64_t watch_id = 0;
   };
-  // A destroyed queue's watch, kept while fences still wait for its timeline.
+  // A destroyed queue's watch, kept while fences created on its ring before the destroy wait.
   struct DrainingWatch {
     std::unique_ptr<QueueWatch> watch;
     uint64_t id;
+    uint32_t ring;
+    uint64_t fences;  // FenceDelivery::added(ring) at the destroy
   };
   enum class RingUse : uint8_t { kFree, kQueue, kSpm };
 

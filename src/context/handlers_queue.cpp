@@ -89,8 +89,9 @@ int32_t ComputeContext::cmd_queue_destroy(const Request &req, Response &) {
   if (entry->watch) {
     // Fences already on the ring keep the queue's timeline watched until the GPU is done.
     entry->watch->retire();
-    if (delivery_->references(entry->kernel->timeline().get()))
-      draining_.push_back({std::move(entry->watch), entry->watch_id});
+    const uint64_t fences = delivery_->added(entry->ring_idx);
+    if (!delivery_->taken_through(entry->ring_idx, fences))
+      draining_.push_back({std::move(entry->watch), entry->watch_id, entry->ring_idx, fences});
     else
       unwatch_queue(*entry);
   }

@@ -51,6 +51,8 @@ void FenceDelivery::add(uint32_t ring_idx, uint64_t fence_id,
     if (stopped_) return;
     auto &q = rings_[ring_idx];
     q.push_back({fence_id, std::move(source), point, mergeable});
+    ++added_[ring_idx];
+    ++waiting_;
     if (!mergeable) exact_pending_.fetch_add(1, std::memory_order_relaxed);
     busy_rings_ |= uint64_t{1} << ring_idx;
     // Only the ring's front decides: a fence behind an unreached one cannot retire first. The
@@ -81,6 +83,8 @@ void FenceDelivery::collect_locked(Out *done) {
       if (!(p.mergeable && next_ready)) done->push_back({ring, p.fence_id});
       if (!p.mergeable) exact_pending_.fetch_sub(1, std::memory_order_relaxed);
       ++retired_;
+      ++taken_[ring];
+      --waiting_;
       q.pop_front();
       ready = next_ready;
     }
@@ -204,12 +208,21 @@ uint64_t FenceDelivery::first_exact_point(const FenceSource *source) const {
   return best;
 }
 
-bool FenceDelivery::references(const FenceSource *source) const {
+uint64_t FenceDelivery::added(uint32_t ring) const {
+  if (ring >= RVGL_RING_COUNT) return 0;
   std::lock_guard lk(mu_);
-  for (const auto &q : rings_)
-    for (const Pending &p : q)
-      if (p.source.get() == source) return true;
-  return false;
+  return added_[ring];
+}
+
+uint64_t FenceDelivery::waiting() const {
+  std::lock_guard lk(mu_);
+  return waiting_;
+}
+
+bool FenceDelivery::taken_through(uint32_t ring, uint64_t n) const {
+  if (ring >= RVGL_RING_COUNT) return true;
+  std::lock_guard lk(mu_);
+  return taken_[ring] >= n;
 }
 
 uint64_t FenceDelivery::retired() const {

@@ -52,8 +52,13 @@ class FenceDelivery {
   // The lowest point a non-mergeable fence waits for on `source` (0: none): the point a watch on
   // that source must wake for.
   uint64_t first_exact_point(const FenceSource *source) const;
-  // Whether any pending fence still waits on `source`.
-  bool references(const FenceSource *source) const;
+  // Fences ever added to `ring`, and whether the first `n` of them have all been taken off it
+  // (retired or merged). A ring's fences leave in order, so this says in O(1) that every fence
+  // created on it before some moment is gone: a destroyed queue's, whatever came after.
+  uint64_t added(uint32_t ring) const;
+  bool taken_through(uint32_t ring, uint64_t n) const;
+  // Fences added and not yet taken off their rings, all rings together.
+  uint64_t waiting() const;
 
   int poll_fd() const { return event_fd_.get(); }
   // The fd the kernel may signal directly when a watched point is reached: the poll fd in poll
@@ -102,7 +107,10 @@ class FenceDelivery {
   mutable std::mutex mu_;
   std::deque<Pending> rings_[RVGL_RING_COUNT];
   uint64_t busy_rings_ = 0;  // bit per ring with pending fences
-  std::deque<Done> ready_;   // poll mode: waiting for poll()
+  uint64_t added_[RVGL_RING_COUNT] = {};
+  uint64_t taken_[RVGL_RING_COUNT] = {};
+  uint64_t waiting_ = 0;    // sum of added_ - taken_
+  std::deque<Done> ready_;  // poll mode: waiting for poll()
   uint64_t retired_ = 0;
   // Written under mu_; atomic so that a deliverer can see a stop() it waited out on deliver_mu_.
   std::atomic<bool> stopped_{false};

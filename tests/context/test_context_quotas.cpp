@@ -227,6 +227,34 @@ TEST_CASE("a destroyed queue counts against the queue quota until its fences ret
   }
 }
 
+TEST_CASE("waiting fences are bounded per context", "[context][quota]") {
+  // A vtest client can create fences faster than a hung or slow queue retires them; each is host
+  // memory (an audit: +40 MiB for a million on the events ring, which may never retire).
+  ScopedKnob slow("RVGL_EMU_JOB_LATENCY_US", "1000000");
+  REQUIRE(slow.ok());
+  ContextHarness h;
+  h.create_shmem();
+  const uint64_t va0 = h.capset().va_start;
+  auto buf = h.mapped_bo(64 * 1024), ib = h.mapped_bo(64 * 1024);
+  REQUIRE(h.va_map(buf.bo, 0, 0, va0, 64 * 1024) == 0);
+  REQUIRE(h.va_map(ib.bo, 0, 0, va0 + 1024 * 1024, 64 * 1024) == 0);
+  std::vector<uint32_t> dw;
+  packets::pm4_write_data(dw, va0, {1});
+  int32_t r;
+  const uint32_t q = h.queue_create(RVGL_IP_COMPUTE, 3, &r);
+  REQUIRE(r == 0);
+  h.submit(q, {ContextHarness::write_ib(ib, va0 + 1024 * 1024, dw)}, {}, &r);
+  REQUIRE(r == 0);
+  constexpr uint64_t kMax = ComputeContext::kMaxWaitingFences;
+  uint64_t accepted = 0;
+  for (uint64_t id = 1; id <= kMax + 10; ++id)
+    accepted += h.fence(3, id) == 0;
+  CHECK(accepted == kMax);
+  CHECK(h.fence(RVGL_RING_EVENTS, 1) == -ENOSPC);  // every ring: the bound is the context's
+  REQUIRE(h.wait_fence(3, kMax));                  // the job is done: all of them retired
+  CHECK(h.fence(3, kMax + 11) == 0);
+}
+
 TEST_CASE("submit size and IB count limits", "[context][quota]") {
   Config c = test_config();
   c.limits.max_submit_bytes = 64;
