@@ -25,8 +25,21 @@ QueueHealth::QueueHealth(std::shared_ptr<AmdgpuDevice> dev, EventRing &events,
   ResetNotices::process().join(this);
 }
 
+namespace {
+
+// User queues of every context of the process (QueueHealth::kUserPollShareNs).
+std::atomic<uint64_t> g_user_queues{0};
+
+}  // namespace
+
 QueueHealth::~QueueHealth() {
+  g_user_queues.fetch_sub(users_.size(), std::memory_order_relaxed);
   ResetNotices::process().leave(this);
+}
+
+int64_t QueueHealth::user_poll_interval_ns(uint64_t user_queues) {
+  const uint64_t shared = std::min<uint64_t>(user_queues, INT64_MAX / kUserPollShareNs);
+  return std::max(kUserPollNs, static_cast<int64_t>(shared) * kUserPollShareNs);
 }
 
 void QueueHealth::add(uint32_t handle, std::shared_ptr<KernelQueue> q) {
@@ -41,9 +54,11 @@ void QueueHealth::add(uint32_t handle, std::shared_ptr<KernelQueue> q) {
 void QueueHealth::add_user(uint32_t handle, std::shared_ptr<UserQueue> q) {
   {
     std::lock_guard lk(mu_);
-    users_[handle] = TrackedUser{std::move(q), false};
+    if (users_.insert_or_assign(handle, TrackedUser{std::move(q), false}).second)
+      g_user_queues.fetch_add(1, std::memory_order_relaxed);
     if (!next_user_poll_ns_) {
-      next_user_poll_ns_ = monotonic_ns() + kUserPollNs;
+      next_user_poll_ns_ =
+          monotonic_ns() + user_poll_interval_ns(g_user_queues.load(std::memory_order_relaxed));
       publish_deadline_locked();
     }
   }
@@ -54,7 +69,7 @@ void QueueHealth::remove(uint32_t handle) {
   {
     std::lock_guard lk(mu_);
     queues_.erase(handle);
-    users_.erase(handle);
+    if (users_.erase(handle)) g_user_queues.fetch_sub(1, std::memory_order_relaxed);
     if (users_.empty()) {
       next_user_poll_ns_ = 0;
       publish_deadline_locked();
@@ -180,7 +195,8 @@ void QueueHealth::tick(int64_t now) {
     if (next_user_poll_ns_ && now >= next_user_poll_ns_) {
       for (auto &[h, t] : users_)
         t.dirty = true;
-      next_user_poll_ns_ = now + kUserPollNs;
+      next_user_poll_ns_ =
+          now + user_poll_interval_ns(g_user_queues.load(std::memory_order_relaxed));
       publish_deadline_locked();
     }
     if (!check_due_locked(now, false)) return;

@@ -63,6 +63,12 @@ class QueueHealth final : public CompletionEngine::Watch, public ResetListener {
   // interval while it has not. After the probe reports a reset, each job a queue had submitted
   // by then costs a WAIT_CS once it is done (the newest 32 at most); without a probe, every job.
   static constexpr int64_t kUserPollNs = 2'000'000;
+  // User queues of every context of the process share one budget of looks: with more than
+  // kUserPollNs / kUserPollShareNs of them, each is looked at every count x kUserPollShareNs, so
+  // the engine thread's polling stays under one look per 50 us whatever the guests create.
+  static constexpr int64_t kUserPollShareNs = 50'000;
+  // The interval between two looks at a context's user queues with `user_queues` in the process.
+  static int64_t user_poll_interval_ns(uint64_t user_queues);
   // How long after a check that trusted its queues' completions the probe is asked again when
   // nothing else brings a check (quiet_look_at_). The kernel's timeout handler counts a soft
   // recovery on the worker that waits for the killed job's fence, µs after it signalled; the

@@ -454,3 +454,13 @@ TEST_CASE("a destroyed queue's late completion never marks the queue that took i
   CHECK(h.completed_later(1, *a, 1, t0 + 1, {.ran_to_end = true}));  // nothing to hold back
   CHECK(h.completed(1, *b, 1, t0 + 1'000'000'000));  // b's own completion is marked and due
 }
+
+TEST_CASE("user queues of the whole process share one budget of looks", "[health]") {
+  // 128 contexts x 62 user queues polled every 2 ms each were millions of ioctls a second on the
+  // one engine thread (an audit); past 40 queues the interval grows with their number.
+  CHECK(QueueHealth::user_poll_interval_ns(0) == 2'000'000);
+  CHECK(QueueHealth::user_poll_interval_ns(40) == 2'000'000);
+  CHECK(QueueHealth::user_poll_interval_ns(41) == 2'050'000);
+  CHECK(QueueHealth::user_poll_interval_ns(128 * 62) == 396'800'000);
+  CHECK(QueueHealth::user_poll_interval_ns(UINT64_MAX) > 0);
+}
