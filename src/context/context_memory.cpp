@@ -384,10 +384,6 @@ void ContextMemory::dropped_from_resident_set(const MemoryObject &obj) {
     bo_list_stale_ = true;
 }
 
-void ContextMemory::settle_bo_list() {
-  if (bo_list_stale_) drop_unmapped_from_bo_list();
-}
-
 void ContextMemory::unmap(const VaMapping &m) {
   unmap_pieces(m);
   dropped_from_resident_set(*m.object);

@@ -106,7 +106,9 @@ class ContextMemory {
   const HandleTable<MemoryObject> &bos() const { return bos_; }
   // The end of a command buffer: objects unmapped during it leave the kernel's BO list now (one
   // update for the whole buffer).
-  void settle_bo_list();
+  void settle_bo_list() {
+    if (bo_list_stale_) drop_unmapped_from_bo_list();  // inline: every command buffer asks
+  }
   // The resident set as the kernel BO list a CS names (0: empty); an ioctl only when it changed.
   int bo_list(uint32_t *handle) { return bo_list_.sync(resident_, handle); }
   uint64_t bo_list_updates() const { return bo_list_.updates(); }
