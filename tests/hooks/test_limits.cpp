@@ -65,6 +65,47 @@ int open_fds() {
   return n;
 }
 
+// Whether `n` more files open (then closed again).
+bool opens(int n) {
+  std::vector<int> files;
+  for (int i = 0; i < n; ++i) {
+    const int fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (fd < 0) break;
+    files.push_back(fd);
+  }
+  for (int fd : files)
+    close(fd);
+  return static_cast<int>(files.size()) == n;
+}
+
+// A VMM in a child process with RLIMIT_NOFILE 96 above what it has open, serving one started
+// guest: `body(guest, reserve)` returns the child's exit code, checked to be 0 (10-12: the
+// setup failed).
+template <class Body>
+void in_child_vmm_with_few_files(Body &&body) {
+  const pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    const int limit = open_fds() + 96;
+    const rlimit rl{rlim_t(limit), rlim_t(limit)};
+    if (setrlimit(RLIMIT_NOFILE, &rl) != 0) _exit(10);
+    const int reserve = std::min(64, limit / 4);  // process_limits.cpp, fd_reserve()
+    Renderer r(poll_mode());
+    if (r.result() != 0) _exit(11);
+    RocmGuest g(1, 100);
+    try {
+      g.start();
+    } catch (...) {
+      _exit(12);
+    }
+    _exit(body(g, reserve));
+  }
+  int status = 0;
+  REQUIRE(waitpid(pid, &status, 0) == pid);
+  REQUIRE(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+}
+
 }  // namespace
 
 extern "C" int pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(void *),
@@ -156,25 +197,10 @@ TEST_CASE("with ulimit -n lowered, host blobs are refused before the VMM runs ou
           "[limits]") {
   // Every claimed BO blob keeps a dma-buf fd for its life, as the real library's blobs do; a guest
   // claiming blobs in a loop must stop at the VMM's reserve, not at its last descriptor.
-  const pid_t pid = fork();
-  REQUIRE(pid >= 0);
-  if (pid == 0) {
-    const int base = open_fds();
-    const int limit = base + 96;
-    const rlimit rl{rlim_t(limit), rlim_t(limit)};
-    if (setrlimit(RLIMIT_NOFILE, &rl) != 0) _exit(10);
-    const int reserve = std::min(64, limit / 4);  // process_limits.cpp, fd_reserve()
-    Renderer r(poll_mode());
-    if (r.result() != 0) _exit(11);
-    RocmGuest g(1, 100);
-    try {
-      g.start();
-    } catch (...) {
-      _exit(12);
-    }
+  in_child_vmm_with_few_files([](RocmGuest &g, int reserve) {
     std::vector<std::pair<uint32_t, uint32_t>> blobs;  // {bo, res}
     int refusal = 0;
-    for (int i = 0; i < limit && !refusal; ++i) {
+    for (int i = 0; i < 4096 && !refusal; ++i) {
       const uint64_t blob_id = 1000 + static_cast<uint64_t>(i);
       const uint32_t bo = g.bo_create(4096, RVGL_DOMAIN_GTT, 0, blob_id);
       const uint32_t res = g.next_res_id();
@@ -185,35 +211,23 @@ TEST_CASE("with ulimit -n lowered, host blobs are refused before the VMM runs ou
       else
         refusal = ret;
     }
-    if (refusal != -EMFILE) _exit(13);
-    if (blobs.empty()) _exit(14);
-    // The reserve is the VMM's: every one of those descriptors opens.
-    std::vector<int> files;
-    for (int i = 0; i < reserve; ++i) {
-      const int fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
-      if (fd < 0) _exit(15);
-      files.push_back(fd);
-    }
-    for (int fd : files)
-      close(fd);
-    if (!serves(g)) _exit(16);
+    if (refusal != -EMFILE) return 13;
+    if (blobs.empty()) return 14;
+    if (!opens(reserve)) return 15;  // the reserve is the VMM's: every one of them opens
+    if (!serves(g)) return 16;
     // A blob that goes makes room for one more. Its BO goes too: the emulated kernel keeps a
     // memfd per GTT object, a descriptor a real kernel does not spend.
     virgl_renderer_resource_unref(blobs.back().second);
     rvgl_req_bo_free f{};
     f.bo = blobs.back().first;
-    if (g.call<rvgl_rsp_bo_free>(RVGL_CMD_BO_FREE, f).hdr.result != 0) _exit(18);
+    if (g.call<rvgl_rsp_bo_free>(RVGL_CMD_BO_FREE, f).hdr.result != 0) return 18;
     const uint64_t again = 5000;
     g.bo_create(4096, RVGL_DOMAIN_GTT, 0, again);
     if (g.create_blob(g.next_res_id(), VIRGL_RENDERER_BLOB_MEM_HOST3D, RVGL_BLOB_FLAG_USE_SHAREABLE,
                       again, 4096) != 0)
-      _exit(17);
-    _exit(0);
-  }
-  int status = 0;
-  REQUIRE(waitpid(pid, &status, 0) == pid);
-  REQUIRE(WIFEXITED(status));
-  CHECK(WEXITSTATUS(status) == 0);
+      return 17;
+    return 0;
+  });
 }
 
 TEST_CASE("with ulimit -n lowered, queues are refused before the VMM runs out of files",
@@ -221,61 +235,33 @@ TEST_CASE("with ulimit -n lowered, queues are refused before the VMM runs out of
   // Each queue spends a descriptor (its completion watch; the emulated kernel one more for its
   // user fence page): the queue quota is per context, so contexts' queues together could take the
   // VMM's reserve (an audit: 8 contexts x 62 queues, +1024 descriptors).
-  const pid_t pid = fork();
-  REQUIRE(pid >= 0);
-  if (pid == 0) {
-    const int base = open_fds();
-    const int limit = base + 96;
-    const rlimit rl{rlim_t(limit), rlim_t(limit)};
-    if (setrlimit(RLIMIT_NOFILE, &rl) != 0) _exit(10);
-    const int reserve = std::min(64, limit / 4);  // process_limits.cpp, fd_reserve()
-    Renderer r(poll_mode());
-    if (r.result() != 0) _exit(11);
-    RocmGuest g(1, 100);
-    try {
-      g.start();
-    } catch (...) {
-      _exit(12);
-    }
-    std::vector<uint32_t> queues;
-    int32_t refusal = 0;
-    for (uint32_t ring = 1; ring <= 62 && !refusal; ++ring) {
+  in_child_vmm_with_few_files([](RocmGuest &g, int reserve) {
+    auto create = [&](uint32_t ring) {
       rvgl_req_queue_create q{};
       q.kind = RVGL_QUEUE_KIND_KERNEL;
       q.ip = RVGL_IP_COMPUTE;
       q.ring_idx = ring;
-      const auto rsp = g.call<rvgl_rsp_queue_create>(RVGL_CMD_QUEUE_CREATE, q);
+      return g.call<rvgl_rsp_queue_create>(RVGL_CMD_QUEUE_CREATE, q);
+    };
+    std::vector<uint32_t> queues;
+    int32_t refusal = 0;
+    for (uint32_t ring = 1; ring <= 62 && !refusal; ++ring) {
+      const auto rsp = create(ring);
       if (rsp.hdr.result == 0)
         queues.push_back(rsp.queue);
       else
         refusal = rsp.hdr.result;
     }
-    if (refusal != -EMFILE) _exit(13);
-    if (queues.empty()) _exit(14);
-    std::vector<int> files;  // the reserve is the VMM's: every one of those descriptors opens
-    for (int i = 0; i < reserve; ++i) {
-      const int fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
-      if (fd < 0) _exit(15);
-      files.push_back(fd);
-    }
-    for (int fd : files)
-      close(fd);
-    if (!serves(g)) _exit(16);
+    if (refusal != -EMFILE) return 13;
+    if (queues.empty()) return 14;
+    if (!opens(reserve)) return 15;  // the reserve is the VMM's: every one of them opens
+    if (!serves(g)) return 16;
     // A queue that goes (no fences wait on it) makes room for one more.
     rvgl_req_queue_destroy d{};
     d.queue = queues.back();
-    if (g.call<rvgl_rsp_queue_destroy>(RVGL_CMD_QUEUE_DESTROY, d).hdr.result != 0) _exit(17);
-    rvgl_req_queue_create q{};
-    q.kind = RVGL_QUEUE_KIND_KERNEL;
-    q.ip = RVGL_IP_COMPUTE;
-    q.ring_idx = 62;
-    if (g.call<rvgl_rsp_queue_create>(RVGL_CMD_QUEUE_CREATE, q).hdr.result != 0) _exit(18);
-    _exit(0);
-  }
-  int status = 0;
-  REQUIRE(waitpid(pid, &status, 0) == pid);
-  REQUIRE(WIFEXITED(status));
-  CHECK(WEXITSTATUS(status) == 0);
+    if (g.call<rvgl_rsp_queue_destroy>(RVGL_CMD_QUEUE_DESTROY, d).hdr.result != 0) return 17;
+    return create(62).hdr.result == 0 ? 0 : 18;
+  });
 }
 
 TEST_CASE("thread creation failing never lets an exception out", "[limits]") {
