@@ -15,6 +15,21 @@
 using namespace rvgl;
 using namespace rvgl::test;
 
+namespace {
+
+// One PM4 WRITE_DATA into a mapped buffer at va_start, as an IB mapped above it.
+rvgl_ib one_write_job(ContextHarness &h) {
+  const uint64_t va0 = h.capset().va_start;
+  auto buf = h.mapped_bo(64 * 1024), ib = h.mapped_bo(64 * 1024);
+  REQUIRE(h.va_map(buf.bo, 0, 0, va0, 64 * 1024) == 0);
+  REQUIRE(h.va_map(ib.bo, 0, 0, va0 + 1024 * 1024, 64 * 1024) == 0);
+  std::vector<uint32_t> dw;
+  packets::pm4_write_data(dw, va0, {1});
+  return ContextHarness::write_ib(ib, va0 + 1024 * 1024, dw);
+}
+
+}  // namespace
+
 TEST_CASE("object quota", "[context][quota]") {
   Config c = test_config();
   c.limits.max_objects = 3;
@@ -205,13 +220,7 @@ TEST_CASE("a destroyed queue counts against the queue quota until its fences ret
   c.limits.max_queues = 1;
   ContextHarness h(c);
   h.create_shmem();
-  const uint64_t va0 = h.capset().va_start;
-  auto buf = h.mapped_bo(64 * 1024), ib = h.mapped_bo(64 * 1024);
-  REQUIRE(h.va_map(buf.bo, 0, 0, va0, 64 * 1024) == 0);
-  REQUIRE(h.va_map(ib.bo, 0, 0, va0 + 1024 * 1024, 64 * 1024) == 0);
-  std::vector<uint32_t> dw;
-  packets::pm4_write_data(dw, va0, {1});
-  const rvgl_ib job = ContextHarness::write_ib(ib, va0 + 1024 * 1024, dw);
+  const rvgl_ib job = one_write_job(h);
   for (uint64_t round = 1; round <= 3; ++round) {
     int32_t r;
     const uint32_t q = h.queue_create(RVGL_IP_COMPUTE, 3, &r);
@@ -234,16 +243,11 @@ TEST_CASE("waiting fences are bounded per context", "[context][quota]") {
   REQUIRE(slow.ok());
   ContextHarness h;
   h.create_shmem();
-  const uint64_t va0 = h.capset().va_start;
-  auto buf = h.mapped_bo(64 * 1024), ib = h.mapped_bo(64 * 1024);
-  REQUIRE(h.va_map(buf.bo, 0, 0, va0, 64 * 1024) == 0);
-  REQUIRE(h.va_map(ib.bo, 0, 0, va0 + 1024 * 1024, 64 * 1024) == 0);
-  std::vector<uint32_t> dw;
-  packets::pm4_write_data(dw, va0, {1});
+  const rvgl_ib job = one_write_job(h);
   int32_t r;
   const uint32_t q = h.queue_create(RVGL_IP_COMPUTE, 3, &r);
   REQUIRE(r == 0);
-  h.submit(q, {ContextHarness::write_ib(ib, va0 + 1024 * 1024, dw)}, {}, &r);
+  h.submit(q, {job}, {}, &r);
   REQUIRE(r == 0);
   constexpr uint64_t kMax = ComputeContext::kMaxWaitingFences;
   uint64_t accepted = 0;
