@@ -169,11 +169,13 @@ int ComputeContext::create_fence(uint32_t ring_idx, uint64_t fence_id, bool merg
   collect_drained();
   std::shared_ptr<const FenceSource> src;
   uint64_t point = 0;
+  Queue *waits_on = nullptr;  // the kernel queue whose timeline the fence waits on
   if (rings_[ring_idx] == RingUse::kQueue) {
-    const Queue *q = queues_.get(ring_queue_[ring_idx]);
+    Queue *q = queues_.get(ring_queue_[ring_idx]);
     if (q && q->kernel && q->kernel->last_submitted()) {
       src = q->kernel->timeline();
       point = q->kernel->last_submitted();
+      waits_on = q;
       // Work the GPU already finished (its user fence, a memory read: the job ran to its end)
       // is made known here, so the fence retires now rather than at the engine's wakeup, and
       // the health owner looks after it (QueueWatch::reached_here).
@@ -199,7 +201,8 @@ int ComputeContext::create_fence(uint32_t ring_idx, uint64_t fence_id, bool merg
   }
   // No ioctl and no wakeup: the completion engine already waits at or before `point` (see
   // queue_watch.h); work already done is delivered from inside add().
-  delivery_->add(ring_idx, fence_id, std::move(src), point, mergeable);
+  const uint64_t position = delivery_->add(ring_idx, fence_id, std::move(src), point, mergeable);
+  if (waits_on) waits_on->last_fence = position;
   return 0;
 }
 

@@ -123,13 +123,14 @@ class ComputeContext {
     uint32_t ring_idx = 0;
     std::unique_ptr<QueueWatch> watch;  // kernel queues: the completion engine's view of it
     uint64_t watch_id = 0;
+    uint64_t last_fence = 0;  // ring position of the newest fence that waits on its timeline
   };
   // A destroyed queue's watch, kept while fences created on its ring before the destroy wait.
   struct DrainingWatch {
     std::unique_ptr<QueueWatch> watch;
     uint64_t id;
     uint32_t ring;
-    uint64_t fences;  // FenceDelivery::added(ring) at the destroy
+    uint64_t fences;  // its newest fence's position on the ring (Queue::last_fence)
   };
   enum class RingUse : uint8_t { kFree, kQueue, kSpm };
 

@@ -318,6 +318,7 @@ void ContextMemory::detach_resource(uint32_t res_id) {
   // the VMM drops the blob: the GPU stops seeing them and every host writer stops now.
   if (it->second.kind == Resource::Kind::kUserptr) {
     unmap_object(it->second.object.get());
+    drop_unmapped_from_bo_list();  // the VMM's call: the pages go before it returns
     it->second.object->revoke();
   }
   resources_.erase(it);
@@ -374,19 +375,16 @@ void ContextMemory::drop_unmapped_from_bo_list() {
   if (bo_list_.sync(resident_, &list) != 0) bo_list_.destroy();
 }
 
-void ContextMemory::dropped_from_resident_set(const MemoryObject &obj) {
-  // Guest pages must be let go before the VMM's call returns; anything else may stay referenced
-  // by the list until the command buffer ends (settle_bo_list()): one update per buffer rather
-  // than one per unmap, each as long as the whole resident set.
-  if (obj.kind() == MemoryObject::Kind::kUserptr)
-    drop_unmapped_from_bo_list();
-  else
-    bo_list_stale_ = true;
+void ContextMemory::dropped_from_resident_set() {
+  // Referenced by the list until the command buffer ends (settle_bo_list(), before the VMM's
+  // submit_cmd returns): one update per buffer rather than one per unmap, each as long as the
+  // whole resident set. The VMM's own calls that let guest pages go update it at once.
+  bo_list_stale_ = true;
 }
 
 void ContextMemory::unmap(const VaMapping &m) {
   unmap_pieces(m);
-  dropped_from_resident_set(*m.object);
+  dropped_from_resident_set();
 }
 
 void ContextMemory::unmap_object(const MemoryObject *obj) {
@@ -394,7 +392,7 @@ void ContextMemory::unmap_object(const MemoryObject *obj) {
     forget(m);
     unmap_pieces(m);
   }
-  dropped_from_resident_set(*obj);  // once for all of the object's mappings
+  dropped_from_resident_set();  // once for all of the object's mappings
 }
 
 MemoryStats ContextMemory::stats() const {

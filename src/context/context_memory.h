@@ -130,9 +130,8 @@ class ContextMemory {
   void unmap_object(const MemoryObject *obj);
   void unmap_pieces(const VaMapping &m);  // the kernel's VA only
   void drop_unmapped_from_bo_list();
-  // After unmapping obj: the kernel's BO list is brought up to date now for guest pages, at
-  // settle_bo_list() for the rest.
-  void dropped_from_resident_set(const MemoryObject &obj);
+  // After an unmap: the kernel's BO list is brought up to date at settle_bo_list().
+  void dropped_from_resident_set();
 
   std::shared_ptr<AmdgpuDevice> dev_;
   const uint64_t features_;  // RVGL_FEATURE_* of the capset

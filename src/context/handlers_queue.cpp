@@ -89,9 +89,10 @@ int32_t ComputeContext::cmd_queue_destroy(const Request &req, Response &) {
   if (entry->watch) {
     // Fences already on the ring keep the queue's timeline watched until the GPU is done.
     entry->watch->retire();
-    const uint64_t fences = delivery_->added(entry->ring_idx);
-    if (!delivery_->taken_through(entry->ring_idx, fences))
-      draining_.push_back({std::move(entry->watch), entry->watch_id, entry->ring_idx, fences});
+    // Its fences are those up to its newest on the ring (a ring's fences leave in order).
+    if (!delivery_->taken_through(entry->ring_idx, entry->last_fence))
+      draining_.push_back(
+          {std::move(entry->watch), entry->watch_id, entry->ring_idx, entry->last_fence});
     else
       unwatch_queue(*entry);
   }

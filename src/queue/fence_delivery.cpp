@@ -42,16 +42,18 @@ void FenceDelivery::stop() {
   std::lock_guard wait_out(deliver_mu_);
 }
 
-void FenceDelivery::add(uint32_t ring_idx, uint64_t fence_id,
-                        std::shared_ptr<const FenceSource> source, uint64_t point, bool mergeable) {
-  if (ring_idx >= RVGL_RING_COUNT) return;
+uint64_t FenceDelivery::add(uint32_t ring_idx, uint64_t fence_id,
+                            std::shared_ptr<const FenceSource> source, uint64_t point,
+                            bool mergeable) {
+  if (ring_idx >= RVGL_RING_COUNT) return 0;
   bool ready;
+  uint64_t position;
   {
     std::lock_guard lk(mu_);
-    if (stopped_) return;
+    if (stopped_) return 0;
     auto &q = rings_[ring_idx];
     q.push_back({fence_id, std::move(source), point, mergeable});
-    ++added_[ring_idx];
+    position = ++added_[ring_idx];
     ++waiting_;
     if (!mergeable) exact_pending_.fetch_add(1, std::memory_order_relaxed);
     busy_rings_ |= uint64_t{1} << ring_idx;
@@ -62,6 +64,7 @@ void FenceDelivery::add(uint32_t ring_idx, uint64_t fence_id,
   }
   // Work already complete (or nothing to wait for) is delivered now, not at the next wakeup.
   if (ready) progress();
+  return position;
 }
 
 template <class Out>
@@ -206,12 +209,6 @@ uint64_t FenceDelivery::first_exact_point(const FenceSource *source) const {
     }
   }
   return best;
-}
-
-uint64_t FenceDelivery::added(uint32_t ring) const {
-  if (ring >= RVGL_RING_COUNT) return 0;
-  std::lock_guard lk(mu_);
-  return added_[ring];
 }
 
 uint64_t FenceDelivery::waiting() const {

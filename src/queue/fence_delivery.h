@@ -43,8 +43,9 @@ class FenceDelivery {
   // may be observed late, together with later work (see arm points in queue_watch.h), and one that
   // retires together with the next fence of its ring is reported by that fence alone (the VMM
   // retires every earlier fence of the ring with it).
-  void add(uint32_t ring_idx, uint64_t fence_id, std::shared_ptr<const FenceSource> source,
-           uint64_t point, bool mergeable);
+  // Returns the fence's position on its ring (1 for the ring's first fence), 0 if dropped.
+  uint64_t add(uint32_t ring_idx, uint64_t fence_id, std::shared_ptr<const FenceSource> source,
+               uint64_t point, bool mergeable);
 
   // Delivers (or queues for poll) every fence whose point is now reached. Any thread.
   void progress();
@@ -52,10 +53,9 @@ class FenceDelivery {
   // The lowest point a non-mergeable fence waits for on `source` (0: none): the point a watch on
   // that source must wake for.
   uint64_t first_exact_point(const FenceSource *source) const;
-  // Fences ever added to `ring`, and whether the first `n` of them have all been taken off it
-  // (retired or merged). A ring's fences leave in order, so this says in O(1) that every fence
-  // created on it before some moment is gone: a destroyed queue's, whatever came after.
-  uint64_t added(uint32_t ring) const;
+  // Whether the fences at positions 1..n of `ring` (add()'s) have all been taken off it (retired
+  // or merged). A ring's fences leave in order, so this says in O(1) that a destroyed queue's
+  // fences are gone, whatever came after them.
   bool taken_through(uint32_t ring, uint64_t n) const;
   // Fences added and not yet taken off their rings, all rings together.
   uint64_t waiting() const;

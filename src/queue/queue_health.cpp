@@ -558,7 +558,13 @@ void QueueHealth::check(int64_t now) {
       [[maybe_unused]] const bool due = check_due_locked(now, true);  // files the deadline
     }
   }
-  if (!given_up.empty()) give_up(given_up);
+  if (!given_up.empty()) {
+    // A queue of this look whose job failed may own the fault in the cache: the next look, which
+    // classifies it, reads the cache then. Otherwise nothing will.
+    const bool failed = std::any_of(seen.begin(), seen.end(),
+                                    [](const Seen &s) { return !s.before.lost && s.job_error; });
+    give_up(given_up, /*post_fault=*/!failed);
+  }
   if (reset_news) ResetNotices::process().tell_others(this);
 }
 
@@ -578,12 +584,13 @@ QueueHealth::Unread QueueHealth::unread_look(const Seen &s, int64_t now) {
   return Unread::kGaveUp;
 }
 
-void QueueHealth::give_up(const std::vector<const Seen *> &queues) {
+void QueueHealth::give_up(const std::vector<const Seen *> &queues, bool post_fault) {
   // The looks that could not read them left the fault cache unread: a fault there may be theirs,
   // and must not be pinned on the next queue to complete work. Posted once, for no queue, and
   // before they are published lost (a guest that sees one lost finds the record in the ring).
   rvgl_drm_amdgpu_info_gpuvm_fault f{};
-  const bool fault = dev_->query_gpuvm_fault(&f) == 0 && f.status && !same_fault(f, last_fault_);
+  const bool fault =
+      post_fault && dev_->query_gpuvm_fault(&f) == 0 && f.status && !same_fault(f, last_fault_);
   if (fault) last_fault_ = f;
   std::lock_guard lk(mu_);
   if (fault)

@@ -208,9 +208,10 @@ class QueueHealth final : public CompletionEngine::Watch, public ResetListener {
   // not answered for it for kUnreadGiveUpNs, it is to be given up (kGaveUp). Takes mu_.
   enum class Unread { kGone, kLookAgain, kGaveUp };
   Unread unread_look(const Seen &s, int64_t now_ns);
-  // Publishes `queues` (kGaveUp) lost with -EIO, after posting a fault the fault cache holds that
-  // no look attributed. Takes mu_.
-  void give_up(const std::vector<const Seen *> &queues);
+  // Publishes `queues` (kGaveUp) lost with -EIO, after posting (`post_fault`: no queue of the
+  // look failed, which would own it) a fault the fault cache holds that no look attributed.
+  // Takes mu_.
+  void give_up(const std::vector<const Seen *> &queues, bool post_fault);
   void check_users(std::vector<std::pair<uint32_t, std::shared_ptr<UserQueue>>> &users,
                    bool fault_unclaimed, const rvgl_drm_amdgpu_info_gpuvm_fault &fault);
   // Whether a check is due and allowed now (some queue marked, its interval passed); if not, sets

@@ -7,6 +7,7 @@
 #include <cerrno>
 
 #include "../tools/common/amd_packets.h"
+#include "rvgl_emu.h"
 #include "support/context_harness.h"
 #include "support/guest_ram.h"
 #include "support/scoped_knob.h"
@@ -234,6 +235,60 @@ TEST_CASE("a destroyed queue counts against the queue quota until its fences ret
     REQUIRE(h.wait_fence(3, round));
     // Retired: the next QUEUE_CREATE finds it gone (the loop's own create).
   }
+}
+
+TEST_CASE("a destroyed queue with no fence of its own is let go at once", "[context][quota]") {
+  // Only fences that wait on its timeline hold it, not an earlier destroyed queue's on the same
+  // ring (found in review).
+  ScopedKnob slow("RVGL_EMU_JOB_LATENCY_US", "1000000");
+  REQUIRE(slow.ok());
+  Config c = test_config();
+  c.limits.max_queues = 2;
+  ContextHarness h(c);
+  h.create_shmem();
+  const rvgl_ib job = one_write_job(h);
+  int32_t r;
+  const uint32_t q1 = h.queue_create(RVGL_IP_COMPUTE, 3, &r);
+  REQUIRE(r == 0);
+  h.submit(q1, {job}, {}, &r);
+  REQUIRE(r == 0);
+  REQUIRE(h.fence(3, 1) == 0);        // waits about a second on q1's timeline
+  REQUIRE(h.queue_destroy(q1) == 0);  // draining: one of the two
+  const uint32_t q2 = h.queue_create(RVGL_IP_COMPUTE, 3, &r);
+  REQUIRE(r == 0);
+  REQUIRE(h.fence(3, 2) == 0);  // q2 submitted nothing: behind fence 1, not on q2's timeline
+  REQUIRE(h.queue_destroy(q2) == 0);
+  h.queue_create(RVGL_IP_COMPUTE, 4, &r);
+  CHECK(r == 0);
+  REQUIRE(h.wait_fence(3, 2));
+}
+
+TEST_CASE("a VA_MAP that failed part way and a detached blob give their quota back",
+          "[context][quota]") {
+  constexpr uint64_t kPieces = 4, kPage = 4096;
+  Config c = test_config();
+  c.limits.max_va_mappings = kPieces;
+  c.limits.max_va_bytes = kPieces * kPage;
+  ContextHarness h(c);
+  h.create_shmem();
+  GuestPages ram(2 * kPieces * kPage, /*memfd=*/false);
+  std::vector<iovec> iov;
+  for (uint64_t i = 0; i < kPieces; ++i)
+    iov.push_back({ram.ptr(2 * i * kPage), kPage});
+  int err;
+  const uint32_t res = userptr_blob(h, iov, &err);
+  REQUIRE(err == 0);
+  const uint64_t va0 = h.capset().va_start;
+  rvgl_emu_reset_fault_injection();
+  REQUIRE(rvgl_emu_set_knob("RVGL_EMU_FAIL", "GEM_VA:3:ENOMEM") == 0);
+  CHECK(h.va_map(0, res, 0, va0, kPieces * kPage) == -ENOMEM);  // the third piece
+  rvgl_emu_reset_fault_injection();
+  CHECK(h.ctx().stats().va_mappings == 0);
+  REQUIRE(h.va_map(0, res, 0, va0, kPieces * kPage) == 0);  // the undo kept nothing
+  h.ctx().detach_resource(res);
+  const uint32_t again = userptr_blob(h, iov, &err);
+  REQUIRE(err == 0);
+  CHECK(h.va_map(0, again, 0, va0, kPieces * kPage) == 0);  // the detach gave it all back
 }
 
 TEST_CASE("waiting fences are bounded per context", "[context][quota]") {
