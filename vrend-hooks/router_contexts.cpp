@@ -116,7 +116,7 @@ int Router::create_our_context(uint32_t ctx_id) {
     o.config = cfg.get();
     o.drm_fd = std::move(fd);
     o.async_fences = vmm.async_fences();
-    o.descriptor_left = [](int n) { return descriptor_left_for_us(n); };
+    o.descriptor_left = descriptor_left_for_us;
     // Captured by value: the completion engine, which calls it, never reads the router.
     o.on_fence = [write = vmm.write_context_fence(), cookie = vmm.cookie(), ctx_id](
                      uint32_t ring_idx, uint64_t fence_id) {

@@ -375,16 +375,9 @@ void ContextMemory::drop_unmapped_from_bo_list() {
   if (bo_list_.sync(resident_, &list) != 0) bo_list_.destroy();
 }
 
-void ContextMemory::dropped_from_resident_set() {
-  // Referenced by the list until the command buffer ends (settle_bo_list(), before the VMM's
-  // submit_cmd returns): one update per buffer rather than one per unmap, each as long as the
-  // whole resident set. The VMM's own calls that let guest pages go update it at once.
-  bo_list_stale_ = true;
-}
-
 void ContextMemory::unmap(const VaMapping &m) {
   unmap_pieces(m);
-  dropped_from_resident_set();
+  bo_list_stale_ = true;
 }
 
 void ContextMemory::unmap_object(const MemoryObject *obj) {
@@ -392,7 +385,7 @@ void ContextMemory::unmap_object(const MemoryObject *obj) {
     forget(m);
     unmap_pieces(m);
   }
-  dropped_from_resident_set();  // once for all of the object's mappings
+  bo_list_stale_ = true;
 }
 
 MemoryStats ContextMemory::stats() const {

@@ -130,8 +130,6 @@ class ContextMemory {
   void unmap_object(const MemoryObject *obj);
   void unmap_pieces(const VaMapping &m);  // the kernel's VA only
   void drop_unmapped_from_bo_list();
-  // After an unmap: the kernel's BO list is brought up to date at settle_bo_list().
-  void dropped_from_resident_set();
 
   std::shared_ptr<AmdgpuDevice> dev_;
   const uint64_t features_;  // RVGL_FEATURE_* of the capset
@@ -143,7 +141,11 @@ class ContextMemory {
   std::unordered_map<uint64_t, std::shared_ptr<MemoryObject>> parked_blobs_;
   std::unordered_map<uint32_t, Resource> resources_;
   VaSpace va_;
-  bool bo_list_stale_ = false;    // the kernel's list still names objects no longer mapped
+  // The kernel's list still names objects unmapped since it was last brought up to date: they
+  // leave it when the command buffer ends (settle_bo_list(), before the VMM's submit_cmd
+  // returns), one update per buffer rather than one per unmap, each as long as the whole resident
+  // set. The VMM's own calls that let guest pages go update it at once.
+  bool bo_list_stale_ = false;
   uint64_t kernel_mappings_ = 0;  // pieces of every mapping in va_ (limits_.max_va_mappings)
   uint64_t mapped_bytes_ = 0;     // sizes of every mapping in va_ (limits_.max_va_bytes)
   ResidentSet resident_;

@@ -18,6 +18,12 @@ bool is_job_error(int r) {
   return r == -ETIME || r == -ECANCELED || r == -ENODEV || r == -EHWPOISON || r == -ENODATA;
 }
 
+// A WAIT_CS poll that answered nothing about the job: neither done (0), nor not yet signalled
+// (-EBUSY, which only a job not asked about yet could give), nor the job's own error.
+bool query_failed(int r) {
+  return r != 0 && r != -EBUSY && !is_job_error(r);
+}
+
 int32_t kernel_priority(uint32_t p) {
   switch (p) {
     case RVGL_PRIORITY_LOW:
@@ -160,9 +166,7 @@ int KernelQueue::job_error(uint64_t seq, uint64_t *job, bool *unread) const {
   if (!handle) return 0;
   const int r = dev_->wait_cs(ctx_id_, hw_ip(), 0, handle, 0);
   if (is_job_error(r)) return r;
-  // -EBUSY: not signalled (only asked of signalled jobs). Anything else is the query's own
-  // failure, which says nothing of the job.
-  *unread = r != 0 && r != -EBUSY;
+  *unread = query_failed(r);
   return 0;
 }
 
@@ -186,7 +190,7 @@ int KernelQueue::first_error_between(uint64_t after, uint64_t upto, uint64_t *fa
       *failed = jobs[i].first;
       return r;
     }
-    if (r != 0 && r != -EBUSY) {
+    if (query_failed(r)) {
       *unread = true;
       return 0;
     }

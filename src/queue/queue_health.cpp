@@ -231,6 +231,16 @@ void QueueHealth::post(uint32_t type, uint32_t queue, uint64_t p0, uint64_t p1) 
   events_.post(type, queue, p0, p1);
 }
 
+void QueueHealth::post_fault(uint32_t queue, const rvgl_drm_amdgpu_info_gpuvm_fault &f) {
+  post(RVGL_EVENT_VM_FAULT, queue, f.addr, f.status | (uint64_t{f.vmhub} << 32));
+}
+
+bool QueueHealth::take_new_fault(rvgl_drm_amdgpu_info_gpuvm_fault *f) {
+  if (dev_->query_gpuvm_fault(f) != 0 || !f->status || same_fault(*f, last_fault_)) return false;
+  last_fault_ = *f;
+  return true;
+}
+
 ResetProbe::Answer QueueHealth::read_ctx_states(std::vector<Seen> &seen, bool none_failed,
                                                 bool probe_anyway, bool *news) {
   *news = false;
@@ -441,9 +451,7 @@ void QueueHealth::check(int64_t now) {
   const bool any_unread =
       std::any_of(seen.begin(), seen.end(), [](const Seen &s) { return s.unread; });
   rvgl_drm_amdgpu_info_gpuvm_fault fault{};
-  const bool new_fault = queues_looked_at && !any_unread && dev_->query_gpuvm_fault(&fault) == 0 &&
-                         fault.status && !same_fault(fault, last_fault_);
-  if (new_fault) last_fault_ = fault;
+  const bool new_fault = queues_looked_at && !any_unread && take_new_fault(&fault);
 
   // The fault belongs to the queue whose job failed with it; without a failed job (the access was
   // dropped and the job completed), to the only queue that completed work since the last look.
@@ -522,8 +530,7 @@ void QueueHealth::check(int64_t now) {
     it->second.unread_since = 0;
     it->second.signalled = std::max(it->second.signalled, s.signalled);
     it->second.verified_to = std::max(it->second.verified_to, s.verified_to);
-    if (faulted)
-      post(RVGL_EVENT_VM_FAULT, s.handle, fault.addr, fault.status | (uint64_t{fault.vmhub} << 32));
+    if (faulted) post_fault(s.handle, fault);
     if (fresh & RVGL_QUEUE_FLAG_HANG) {
       post(RVGL_EVENT_QUEUE_HANG, s.handle, s.failed_seq, 0);
       hang = true;
@@ -563,7 +570,7 @@ void QueueHealth::check(int64_t now) {
     // classifies it, reads the cache then. Otherwise nothing will.
     const bool failed = std::any_of(seen.begin(), seen.end(),
                                     [](const Seen &s) { return !s.before.lost && s.job_error; });
-    give_up(given_up, /*post_fault=*/!failed);
+    give_up(given_up, /*fault_unowned=*/!failed);
   }
   if (reset_news) ResetNotices::process().tell_others(this);
 }
@@ -584,17 +591,14 @@ QueueHealth::Unread QueueHealth::unread_look(const Seen &s, int64_t now) {
   return Unread::kGaveUp;
 }
 
-void QueueHealth::give_up(const std::vector<const Seen *> &queues, bool post_fault) {
+void QueueHealth::give_up(const std::vector<const Seen *> &queues, bool fault_unowned) {
   // The looks that could not read them left the fault cache unread: a fault there may be theirs,
   // and must not be pinned on the next queue to complete work. Posted once, for no queue, and
   // before they are published lost (a guest that sees one lost finds the record in the ring).
   rvgl_drm_amdgpu_info_gpuvm_fault f{};
-  const bool fault =
-      post_fault && dev_->query_gpuvm_fault(&f) == 0 && f.status && !same_fault(f, last_fault_);
-  if (fault) last_fault_ = f;
+  const bool fault = fault_unowned && take_new_fault(&f);
   std::lock_guard lk(mu_);
-  if (fault)
-    post(RVGL_EVENT_VM_FAULT, RVGL_EVENT_QUEUE_NONE, f.addr, f.status | (uint64_t{f.vmhub} << 32));
+  if (fault) post_fault(RVGL_EVENT_QUEUE_NONE, f);
   for (const Seen *s : queues) {
     auto it = queues_.find(s->handle);
     if (it == queues_.end() || it->second.queue != s->q) continue;  // destroyed meanwhile
@@ -652,8 +656,7 @@ void QueueHealth::check_users(std::vector<std::pair<uint32_t, std::shared_ptr<Us
   uint32_t fault_queue = RVGL_EVENT_QUEUE_NONE;
   if (fault_unclaimed && users.size() == 1) fault_queue = users[0].first;
   if (fault_unclaimed && fault_queue == RVGL_EVENT_QUEUE_NONE)
-    post(RVGL_EVENT_VM_FAULT, RVGL_EVENT_QUEUE_NONE, fault.addr,
-         fault.status | (uint64_t{fault.vmhub} << 32));
+    post_fault(RVGL_EVENT_QUEUE_NONE, fault);
   for (auto &[handle, q] : users) {
     UserQueue::Status st = q->status();
     if (st.lost && handle != fault_queue) continue;
@@ -667,8 +670,7 @@ void QueueHealth::check_users(std::vector<std::pair<uint32_t, std::shared_ptr<Us
     std::lock_guard lk(mu_);
     auto it = users_.find(handle);
     if (it == users_.end() || it->second.queue != q) continue;
-    if (handle == fault_queue)
-      post(RVGL_EVENT_VM_FAULT, handle, fault.addr, fault.status | (uint64_t{fault.vmhub} << 32));
+    if (handle == fault_queue) post_fault(handle, fault);
     if (fresh & RVGL_QUEUE_FLAG_HANG) post(RVGL_EVENT_QUEUE_HANG, handle, 0, 0);
     if (fresh & RVGL_QUEUE_FLAG_VRAM_LOST)
       post(RVGL_EVENT_QUEUE_RESET, handle, RVGL_EVENT_RESET_INNOCENT | RVGL_EVENT_RESET_VRAM_LOST,

@@ -208,10 +208,10 @@ class QueueHealth final : public CompletionEngine::Watch, public ResetListener {
   // not answered for it for kUnreadGiveUpNs, it is to be given up (kGaveUp). Takes mu_.
   enum class Unread { kGone, kLookAgain, kGaveUp };
   Unread unread_look(const Seen &s, int64_t now_ns);
-  // Publishes `queues` (kGaveUp) lost with -EIO, after posting (`post_fault`: no queue of the
+  // Publishes `queues` (kGaveUp) lost with -EIO, after posting (`fault_unowned`: no queue of the
   // look failed, which would own it) a fault the fault cache holds that no look attributed.
   // Takes mu_.
-  void give_up(const std::vector<const Seen *> &queues, bool post_fault);
+  void give_up(const std::vector<const Seen *> &queues, bool fault_unowned);
   void check_users(std::vector<std::pair<uint32_t, std::shared_ptr<UserQueue>>> &users,
                    bool fault_unclaimed, const rvgl_drm_amdgpu_info_gpuvm_fault &fault);
   // Whether a check is due and allowed now (some queue marked, its interval passed); if not, sets
@@ -228,6 +228,11 @@ class QueueHealth final : public CompletionEngine::Watch, public ResetListener {
                 const std::vector<std::pair<uint32_t, std::shared_ptr<UserQueue>>> &users,
                 int64_t now_ns);
   void post(uint32_t type, uint32_t queue, uint64_t p0, uint64_t p1);
+  // A VM_FAULT record of `f` for `queue` (RVGL_EVENT_QUEUE_NONE: for no queue).
+  void post_fault(uint32_t queue, const rvgl_drm_amdgpu_info_gpuvm_fault &f);
+  // The VM's fault cache into *f when it holds a fault no look has taken yet, which is taken now
+  // (last_fault_). Engine thread (checks run there only).
+  bool take_new_fault(rvgl_drm_amdgpu_info_gpuvm_fault *f);
   // Publishes the deadline (deadline_ns() is a load, not a lock) and tells the engine it moved:
   // called after every change of due_ns_ or next_user_poll_ns_.
   void publish_deadline_locked();

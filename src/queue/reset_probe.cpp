@@ -6,15 +6,14 @@ namespace rvgl {
 
 ResetProbe::ResetProbe(std::shared_ptr<AmdgpuDevice> dev) : dev_(std::move(dev)) {
   err_ = dev_->ctx_create(AMDGPU_CTX_PRIORITY_NORMAL, &ctx_id_);
-  has_ctx_ = err_ == 0;
 }
 
 ResetProbe::~ResetProbe() {
-  if (has_ctx_) dev_->ctx_free(ctx_id_);
+  if (!err_) dev_->ctx_free(ctx_id_);
 }
 
 ResetProbe::Answer ResetProbe::ask() {
-  if (!has_ctx_) return Answer::kUnknown;
+  if (err_) return Answer::kUnknown;
   bool reset = false;
   if (dev_->ctx_query_reset(ctx_id_, &reset) != 0) return Answer::kUnknown;
   return reset ? Answer::kReset : Answer::kNoReset;

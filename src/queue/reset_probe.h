@@ -41,8 +41,7 @@ class ResetProbe {
  private:
   std::shared_ptr<AmdgpuDevice> dev_;
   uint32_t ctx_id_ = 0;
-  bool has_ctx_ = false;
-  int err_ = 0;
+  int err_ = 0;  // creating ctx_id_: 0, or the kernel's -errno (no context then)
 };
 
 }  // namespace rvgl
