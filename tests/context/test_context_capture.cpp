@@ -5,7 +5,9 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "context/capture_format.h"
@@ -14,26 +16,45 @@
 using namespace rvgl;
 using namespace rvgl::test;
 
+namespace {
+
+// A directory of its own for one test's capture file; both go when the test ends, passed or not.
+class CaptureDir {
+ public:
+  explicit CaptureDir(const char *name) {
+    const char *t = std::getenv("TMPDIR");
+    dir_ = std::string(t && *t ? t : "/tmp") + "/" + name + "-" + std::to_string(getpid());
+    REQUIRE(mkdir(dir_.c_str(), 0700) == 0);
+  }
+  ~CaptureDir() {
+    if (!file.empty()) unlink(file.c_str());
+    rmdir(dir_.c_str());
+  }
+  const std::string &path() const { return dir_; }
+  std::string file;  // the context's capture file, once known
+
+ private:
+  std::string dir_;
+};
+
+}  // namespace
+
 TEST_CASE("capture mode records submits, responses and results", "[context][capture]") {
-  const char *t = std::getenv("TMPDIR");
-  std::string dir =
-      std::string(t && *t ? t : "/tmp") + "/rvgl-capture-test-" + std::to_string(getpid());
-  REQUIRE(mkdir(dir.c_str(), 0700) == 0);
+  CaptureDir dir("rvgl-capture-test");
   Config c = test_config();
-  c.capture_dir = dir;
-  std::string path;
+  c.capture_dir = dir.path();
   {
     ContextHarness h(c);
     h.create_shmem();
-    path = h.ctx().capture_path();
+    dir.file = h.ctx().capture_path();
     rvgl_req_nop nop{};
     REQUIRE(h.call<rvgl_rsp_nop>(RVGL_CMD_NOP, nop).hdr.result == 0);
     int32_t r;
     h.bo_create(4096, 0, 0, 0, &r);  // refused: domain 0
     REQUIRE(r == -EINVAL);
   }
-  REQUIRE(!path.empty());
-  FILE *f = std::fopen(path.c_str(), "rb");
+  REQUIRE(!dir.file.empty());
+  FILE *f = std::fopen(dir.file.c_str(), "rb");
   REQUIRE(f);
   capture::FileHeader fh;
   REQUIRE(std::fread(&fh, sizeof(fh), 1, f) == 1);
@@ -55,31 +76,23 @@ TEST_CASE("capture mode records submits, responses and results", "[context][capt
   CHECK(recs[4].cmd == RVGL_CMD_BO_CREATE);
   CHECK(recs[4].result == -EINVAL);
   CHECK(recs[5].result == 0);
-  unlink(path.c_str());
-  rmdir(dir.c_str());
 }
 
 TEST_CASE("capture mode does not write a buffer the host refuses unread", "[context][capture]") {
-  const char *t = std::getenv("TMPDIR");
-  std::string dir =
-      std::string(t && *t ? t : "/tmp") + "/rvgl-capture-big-" + std::to_string(getpid());
-  REQUIRE(mkdir(dir.c_str(), 0700) == 0);
+  CaptureDir dir("rvgl-capture-big");
   Config c = test_config();
-  c.capture_dir = dir;
+  c.capture_dir = dir.path();
   c.limits.max_submit_bytes = 4096;
-  std::string path;
   {
     ContextHarness h(c);
     h.create_shmem();
-    path = h.ctx().capture_path();
+    dir.file = h.ctx().capture_path();
     const std::vector<uint8_t> big(64 * c.limits.max_submit_bytes);
     for (int i = 0; i < 4; ++i)
       CHECK(h.ctx().submit_cmd(big) == -EINVAL);
   }
   struct stat st {};
-  REQUIRE(stat(path.c_str(), &st) == 0);
+  REQUIRE(stat(dir.file.c_str(), &st) == 0);
   // The file header and, per submit, an empty SUBM and its DONE.
   CHECK(st.st_size == off_t(sizeof(capture::FileHeader) + 4 * 2 * sizeof(capture::RecordHeader)));
-  unlink(path.c_str());
-  rmdir(dir.c_str());
 }
