@@ -90,7 +90,7 @@ constexpr DeviceProfile kProfiles[] = {
         // SDMA 6.0.0 with two engines. User queues for COMPUTE and SDMA.
         .gfx = {11, 0, 0, 1, 32, 32, 192, true, 0},
         .compute = {11, 0, 0, 8, 32, 32, 125, true, 8},
-        .sdma = {6, 0, 0, 2, 256, 4, 256, true, 8},
+        .sdma = {6, 0, 0, 2, 256, 4, 49, true, 8},
         .sdma_rings_per_xcc = false,
         .compute_rings_per_xcc = false,
         // sdma_v6_0_0_pkt_open.h: COPY_LINEAR count 30 bits; CONST_FILL count 22 bits;
@@ -154,7 +154,7 @@ constexpr DeviceProfile kProfiles[] = {
         // eight compute rings and two SDMA 4.4.2 engines per XCC; no user queues.
         .gfx = {9, 4, 3, 0, 32, 32, 192, true, 0},
         .compute = {9, 4, 3, 8, 32, 32, 125, true, 0},
-        .sdma = {4, 4, 2, 2, 256, 4, 256, true, 0},
+        .sdma = {4, 4, 2, 2, 256, 4, 49, true, 0},
         .sdma_rings_per_xcc = true,
         .compute_rings_per_xcc = false,
         // vega10_sdma_pkt_open.h family (SDMA 4.x): COPY_LINEAR and CONST_FILL counts 22 bits.

@@ -12,7 +12,8 @@ struct IpBlock {
   uint32_t major = 0, minor = 0, revision = 0;  // IP discovery version
   uint32_t rings = 0;                           // kernel rings per node (0: IP present, no rings)
   uint32_t ib_start_alignment = 0, ib_size_alignment = 0;
-  uint32_t max_ibs = 0;      // IBs one CS may carry for this IP
+  uint32_t max_ibs =
+      0;  // IBs one CS may carry (amdgpu_ring_max_ibs: GFX 192, COMPUTE 125, else 49)
   bool present = false;      // counted by HW_IP_COUNT
   uint32_t userq_slots = 0;  // 0: no user queues for this IP
 };

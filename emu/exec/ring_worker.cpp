@@ -15,6 +15,10 @@
 
 namespace rvgl::emu {
 
+namespace {
+constexpr uint64_t kIbDwordsMask = 0xfffff;  // PM4 INDIRECT_BUFFER IB_SIZE, SDMA IB_SIZE: 20 bits
+}  // namespace
+
 void RingWorker::submit(std::unique_ptr<Job> job) {
   {
     std::lock_guard lk(FenceDomain::mutex());
@@ -256,8 +260,12 @@ void RingWorker::run(Job &job) {
                   fault_policy_from_knob(k.vm_fault_stop.load()));
     ExecContext cx{mem, profile_, lockup, stop_};
     for (const IbRange &ib : job.ibs) {
-      const uint64_t dwords = ib.bytes / 4;
-      st = ip_ == AMDGPU_HW_IP_DMA ? run_sdma_ib(cx, ib.va, dwords, 1)
+      // What the ring's IB packet carries: a 20-bit dword count (gfx_v11_0_ring_emit_ib_compute
+      // ORs length_dw into the control word; the SDMA INDIRECT packet's IB_SIZE field), and for
+      // SDMA an address the kernel rounds down to 32 bytes (sdma_v6_0_ring_emit_ib: "base must
+      // be 32 byte aligned", lower_32_bits(gpu_addr) & 0xffffffe0). The kernel checks neither.
+      const uint64_t dwords = (ib.bytes / 4) & kIbDwordsMask;
+      st = ip_ == AMDGPU_HW_IP_DMA ? run_sdma_ib(cx, ib.va & ~uint64_t{31}, dwords, 1)
                                    : run_pm4_ib(cx, ib.va, dwords, 1);
       if (st != ExecStatus::Ok) break;
     }

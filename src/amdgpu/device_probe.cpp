@@ -79,6 +79,26 @@ bool absent(int err) {
   }
 }
 
+// IBs per CS by IP, as amdgpu_ring_max_ibs() (amdgpu_ring.c, Linux 6.5+) gives them to
+// amdgpu_cs_p1_ib(), which refuses one more with -EINVAL: GFX 192, COMPUTE 125, every other ring
+// (SDMA) 49. AMDGPU_INFO_MAX_IBS reports the same; an older kernel, which has no query, has no
+// such check either, and these values keep a submit within its ring's space as well.
+constexpr uint32_t kMaxIbsCompute = 125;
+constexpr uint32_t kMaxIbsOther = 49;
+
+// The kernel copies min(size, its table) (amdgpu_info_ioctl), so asking for the first three IPs
+// is safe with any kernel that has the query.
+int read_max_ibs(AmdgpuDevice &dev, AmdgpuFacts *f) {
+  uint32_t max_ibs[AMDGPU_HW_IP_DMA + 1] = {};
+  const int err = dev.query_info(RVGL_AMDGPU_INFO_MAX_IBS, max_ibs, sizeof(max_ibs));
+  if (err && !absent(err)) return err;
+  const bool known = !err;
+  f->max_ibs_compute =
+      known && max_ibs[AMDGPU_HW_IP_COMPUTE] ? max_ibs[AMDGPU_HW_IP_COMPUTE] : kMaxIbsCompute;
+  f->max_ibs_dma = known && max_ibs[AMDGPU_HW_IP_DMA] ? max_ibs[AMDGPU_HW_IP_DMA] : kMaxIbsOther;
+  return 0;
+}
+
 }  // namespace
 
 int read_device_facts(AmdgpuDevice &dev, AmdgpuFacts *out) {
@@ -94,6 +114,7 @@ int read_device_facts(AmdgpuDevice &dev, AmdgpuFacts *out) {
   err = dev.query_hw_ip_info(AMDGPU_HW_IP_DMA, &f.dma);
   if (err && !absent(err)) return err;
   f.has_dma = !err && f.dma.available_rings;
+  if (int e = read_max_ibs(dev, &f)) return e;
   if (f.info.userq_ip_mask & (1u << AMDGPU_HW_IP_COMPUTE)) {
     err = dev.query_uq_metadata(AMDGPU_HW_IP_COMPUTE, &f.compute_userq);
     if (err && !absent(err)) return err;

@@ -15,6 +15,8 @@ struct AmdgpuFacts {
   drm_amdgpu_memory_info memory{};     // MEMORY
   rvgl_drm_amdgpu_info_hw_ip compute{}, dma{};
   bool has_compute = false, has_dma = false;  // the IP answered and has rings
+  // IBs one CS may carry on a compute / SDMA ring: the kernel refuses more with -EINVAL.
+  uint32_t max_ibs_compute = 0, max_ibs_dma = 0;
   rvgl_drm_amdgpu_info_uq_metadata compute_userq{};
   bool has_compute_userq = false;  // compute user queues offered and their areas known
   rvgl_drm_amdgpu_info_uq_metadata sdma_userq{};

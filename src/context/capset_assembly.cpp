@@ -27,7 +27,11 @@ DeviceFacts assemble_capset(const AmdgpuFacts &d, const Config &cfg, uint64_t fe
   c.protocol_minor = RVGL_PROTOCOL_MINOR;
   c.shmem_size = RVGL_SHMEM_SIZE;
   c.max_submit_bytes = cfg.limits.max_submit_bytes;
+  // One bound for every queue the guest may create: what the host allows, and no more than the
+  // kernel takes on any of their rings.
   c.max_ibs_per_submit = cfg.limits.max_ibs_per_submit;
+  if (d.has_compute) c.max_ibs_per_submit = std::min(c.max_ibs_per_submit, d.max_ibs_compute);
+  if (d.has_dma) c.max_ibs_per_submit = std::min(c.max_ibs_per_submit, d.max_ibs_dma);
   c.max_waits_per_submit = cfg.limits.max_waits_per_submit;
 
   c.pci_vendor_id = kAmdPciVendor;

@@ -11,6 +11,9 @@ namespace rvgl {
 
 namespace {
 
+constexpr uint64_t kMaxIbBytes = uint64_t{0xfffff} * 4;  // the IB packets' 20-bit dword count
+constexpr uint64_t kSdmaIbAlignment = 32;
+
 bool valid_ring(uint32_t r) {
   return r >= RVGL_RING_FIRST_QUEUE && r <= RVGL_RING_LAST_QUEUE;
 }
@@ -106,7 +109,7 @@ int32_t ComputeContext::cmd_submit(const Request &req, Response &rsp) {
   Queue *entry = queues_.get(q.queue);
   if (!entry) return -ENOENT;
   if (!entry->kernel) return -EOPNOTSUPP;
-  if (q.flags || q.num_ibs == 0 || q.num_ibs > limits_.max_ibs_per_submit ||
+  if (q.flags || q.num_ibs == 0 || q.num_ibs > facts_.capset.max_ibs_per_submit ||
       q.num_waits > limits_.max_waits_per_submit)
     return -EINVAL;
   // The arrays must lie inside what the guest sent, not in the zero-extension.
@@ -118,8 +121,14 @@ int32_t ComputeContext::cmd_submit(const Request &req, Response &rsp) {
   std::vector<rvgl_ib> ibs(q.num_ibs);
   std::memcpy(ibs.data(), p, q.num_ibs * sizeof(rvgl_ib));
   p += q.num_ibs * sizeof(rvgl_ib);
+  // The kernel passes an IB's address and length to the ring's IB packet unchecked: a length
+  // wider than the packet's 20-bit dword count spills into the control word's other fields
+  // (gfx_v11_0_ring_emit_ib_compute: length_dw | vmid << 24), and the SDMA engine runs from the
+  // address rounded down to 32 bytes (sdma_v6_0_ring_emit_ib). Either would run other commands
+  // than the guest named.
+  const uint64_t ib_align = entry->kernel->ip() == RVGL_IP_SDMA ? kSdmaIbAlignment : 4;
   for (const auto &ib : ibs) {
-    if (ib.flags || ib.size == 0 || ib.size % 4 || ib.va % 4 ||
+    if (ib.flags || ib.size == 0 || ib.size % 4 || ib.size > kMaxIbBytes || ib.va % ib_align ||
         !memory_->va().in_range(ib.va, ib.size))
       return -EINVAL;
   }

@@ -136,3 +136,59 @@ TEST_CASE("with ASYNC_FENCE_CB a fence with nothing to wait for is delivered at 
   REQUIRE(log.size() == 1);
   CHECK(log[0].thread == std::this_thread::get_id());
 }
+
+TEST_CASE(
+    "SUBMIT takes only what the kernel's rings run as named: IB count, SDMA IB alignment, "
+    "IB length",
+    "[context][malformed]") {
+  ContextHarness h;
+  h.create_shmem();
+  // amdgpu_ring_max_ibs(): COMPUTE 125, SDMA 49; the capset gives the smaller, below the
+  // host's default of 64.
+  CHECK(h.capset().max_ibs_per_submit == 49);
+
+  const uint64_t va0 = h.capset().va_start;
+  auto buf = h.mapped_bo(64 * 1024);
+  auto ib = h.mapped_bo(64 * 1024);
+  const uint64_t buf_va = va0, ib_va = va0 + kMiB;
+  REQUIRE(h.va_map(buf.bo, 0, 0, buf_va, 64 * 1024) == 0);
+  REQUIRE(h.va_map(ib.bo, 0, 0, ib_va, 64 * 1024, RVGL_VA_FLAG_READ | RVGL_VA_FLAG_EXECUTE) == 0);
+  int32_t r;
+  const uint32_t sdma = h.queue_create(RVGL_IP_SDMA, 1, &r);
+  REQUIRE(r == 0);
+  const uint32_t compute = h.queue_create(RVGL_IP_COMPUTE, 2, &r);
+  REQUIRE(r == 0);
+
+  // One IB per byte offset that is a multiple of 16 but not 32: the engine would run the 16 bytes
+  // before it. Refused, and nothing reaches the kernel.
+  std::vector<uint32_t> write;
+  pk::sdma_write_linear(write, buf_va, {0x5d3a0001u});
+  pk::sdma_pad(write);
+  const rvgl_ib at48 = ContextHarness::write_ib(ib, ib_va, write, 48);
+  const rvgl_ib at64 = ContextHarness::write_ib(ib, ib_va, write, 64);
+  auto sub = [&](uint32_t q, std::vector<rvgl_ib> ibs) {
+    int32_t res;
+    h.submit(q, std::move(ibs), {}, &res);
+    return res;
+  };
+  CHECK(sub(sdma, {at48}) == -EINVAL);
+  CHECK(sub(sdma, {rvgl_ib{ib_va + 64, 0x400000, 0}}) == -EINVAL);  // 2^20 dwords: one too many
+  CHECK(sub(compute, {rvgl_ib{ib_va, 0x400000, 0}}) == -EINVAL);
+  CHECK(sub(sdma, std::vector<rvgl_ib>(50, at64)) == -EINVAL);
+  CHECK(h.queue_state(sdma).last_submitted_seq == 0);
+
+  // 49 IBs, each the same 32-byte aligned write: exactly that write, 49 times, one job.
+  CHECK(sub(sdma, std::vector<rvgl_ib>(49, at64)) == 0);
+  REQUIRE(h.fence(1, 1) == 0);
+  REQUIRE(h.wait_fence(1, 1));
+  CHECK(buf.ptr<uint32_t>()[0] == 0x5d3a0001u);
+  CHECK(h.queue_state(sdma).state == RVGL_QUEUE_STATE_OK);
+  CHECK(h.queue_state(sdma).last_submitted_seq == 1);
+  // A compute IB needs only dword alignment (the PM4 packet carries the address's low bits).
+  std::vector<uint32_t> pm4;
+  pk::pm4_write_data(pm4, buf_va + 4, {0xc0de0002u});
+  CHECK(sub(compute, {ContextHarness::write_ib(ib, ib_va, pm4, 4096 + 4)}) == 0);
+  REQUIRE(h.fence(2, 1) == 0);
+  REQUIRE(h.wait_fence(2, 1));
+  CHECK(buf.ptr<uint32_t>()[1] == 0xc0de0002u);
+}

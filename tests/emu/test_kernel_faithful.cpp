@@ -470,3 +470,51 @@ TEST_CASE("GEM, syncobj and context handles are the lowest free id from 1", "[ke
   CHECK(ctx() == 1);
   CHECK(ctx() == 3);
 }
+
+// amdgpu_ring.c amdgpu_ring_max_ibs (GFX 192, COMPUTE 125, others 49), reported by
+// AMDGPU_INFO_MAX_IBS and enforced by amdgpu_cs_p1_ib ("num_ibs >= max" before one more: -EINVAL);
+// sdma_v6_0_ring_emit_ib writes the IB address & 0xffffffe0, so the engine runs from there.
+TEST_CASE("IBs per CS are capped per IP; an SDMA IB runs from its address rounded to 32 bytes",
+          "[kernel][cs]") {
+  Fd fd = open_render();
+  REQUIRE(fd.get() >= 0);
+  uint32_t max_ibs[AMDGPU_HW_IP_DMA + 1] = {};
+  REQUIRE(query_info(fd.get(), RVGL_AMDGPU_INFO_MAX_IBS, max_ibs, sizeof(max_ibs)) == 0);
+  CHECK(max_ibs[AMDGPU_HW_IP_GFX] == 192);
+  CHECK(max_ibs[AMDGPU_HW_IP_COMPUTE] == 125);
+  CHECK(max_ibs[AMDGPU_HW_IP_DMA] == 49);
+
+  GpuBuffer buf;
+  REQUIRE(buf.create(fd.get(), 64 * 1024, 0x800000) == 0);
+  uint32_t ctx = 0;
+  REQUIRE(ctx_create(fd.get(), &ctx) == 0);
+  // Bytes 0..31: a write of 0xa; 32..63: a write of 0xb (each padded with NOPs to 8 dwords).
+  const uint64_t out = buf.va + 8192;
+  std::vector<uint32_t> two;
+  for (uint32_t v : {0xau, 0xbu}) {
+    sdma::write(two, out, {v});
+    while (two.size() % 8)
+      sdma::nop(two);
+  }
+  const uint64_t ib_va = place_ib(buf, 0, two);
+  auto sdma_cs = [&](uint32_t n, uint64_t va, uint32_t bytes, uint64_t *seq) {
+    std::vector<drm_amdgpu_cs_chunk_ib> more(n - 1);
+    std::vector<drm_amdgpu_cs_chunk> extra;
+    for (auto &ib : more) {
+      ib.va_start = va;
+      ib.ib_bytes = bytes;
+      ib.ip_type = AMDGPU_HW_IP_DMA;
+      extra.push_back({AMDGPU_CHUNK_ID_IB, sizeof(ib) / 4, reinterpret_cast<uintptr_t>(&ib)});
+    }
+    return submit(fd.get(), ctx, AMDGPU_HW_IP_DMA, 0, va, bytes, seq, extra);
+  };
+  uint64_t seq = 0;
+  CHECK(sdma_cs(50, ib_va + 32, 32, &seq) == -EINVAL);
+  REQUIRE(sdma_cs(49, ib_va + 32, 32, &seq) == 0);
+  CHECK(wait_cs(fd.get(), ctx, AMDGPU_HW_IP_DMA, 0, seq, abs_timeout_ms(5000)) == 0);
+  CHECK(*reinterpret_cast<uint32_t *>(buf.u8() + 8192) == 0xbu);
+  // 16 bytes into the first write: the engine starts at its header.
+  REQUIRE(sdma_cs(1, ib_va + 16, 32, &seq) == 0);
+  CHECK(wait_cs(fd.get(), ctx, AMDGPU_HW_IP_DMA, 0, seq, abs_timeout_ms(5000)) == 0);
+  CHECK(*reinterpret_cast<uint32_t *>(buf.u8() + 8192) == 0xau);
+}
