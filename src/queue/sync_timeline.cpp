@@ -14,12 +14,13 @@ SyncTimeline::~SyncTimeline() {
 }
 
 int SyncTimeline::signal(uint64_t point) {
+  // The host did the work, so the point is reached whatever the kernel answers: a fence waiting
+  // for it (the SPM ring's) is delivered from what is known, and must not wait forever on a
+  // syncobj that could not be told.
+  note_reached(point);
   int r = 0;
   for (int attempt = 0; attempt < 3; ++attempt)
-    if ((r = dev_->syncobj_timeline_signal(handle_, point)) == 0) {
-      note_reached(point);
-      return 0;
-    }
+    if ((r = dev_->syncobj_timeline_signal(handle_, point)) == 0) return 0;
   return r;
 }
 

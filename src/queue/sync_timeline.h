@@ -29,8 +29,9 @@ class SyncTimeline final : public FenceSource {
   uint64_t known_reached() const { return known_.load(std::memory_order_acquire); }
   void note_reached(uint64_t point) const;
   uint64_t reached() const override { return known_reached(); }
-  // Host-side signal; retried, since a lost signal would leave a waiter asleep. A point the host
-  // signalled is known reached at once.
+  // Host-side signal; retried, since a lost signal would leave a kernel waiter asleep. The point
+  // is known reached at once, even when the kernel refused it (then -errno): what is known is
+  // what delivery reads.
   int signal(uint64_t point);
   const std::shared_ptr<AmdgpuDevice> &device() const { return dev_; }
 

@@ -112,6 +112,27 @@ TEST_CASE("SPM: a blocking SET_DEST does not delay other commands", "[spm]") {
   CHECK(h.wait_fence(kSpmRing, 1));
 }
 
+TEST_CASE("SPM: the SPM ring's fences retire when the kernel refuses the host's timeline signal",
+          "[spm]") {
+  // Nothing waits on the SPM timeline through the kernel: the host knows the SET_DEST is done,
+  // and a fence waiting for it must not hang because the syncobj could not be told.
+  const bool async = GENERATE(true, false);
+  ContextHarness h(test_config(), async);
+  h.create_shmem();
+  auto buf = h.mapped_bo(64 * 1024);
+  REQUIRE(acquire(h) == 0);
+  ScopedKnob fail("RVGL_EMU_FAIL", "SYNCOBJ_TIMELINE_SIGNAL:1+:ENOMEM", "");
+  for (uint32_t i = 1; i <= 3; ++i) {
+    const Pending p = set_dest(h, buf.bo, 0, 64 * 1024, 0);
+    rvgl_rsp_spm_set_dest rsp;
+    REQUIRE(wait_rsp(h, p, &rsp));
+    CHECK(rsp.hdr.result == 0);
+    REQUIRE(h.fence(kSpmRing, i) == 0);
+    CHECK(h.wait_fence(kSpmRing, i));
+  }
+  CHECK(h.fences().size() == 3);
+}
+
 TEST_CASE("SPM: samples stream into guest memory with per-XCC headers", "[spm]") {
   ScopedKnob rate("RVGL_EMU_SPM_RATE_HZ", "20000", "1000");
   ContextHarness h;
