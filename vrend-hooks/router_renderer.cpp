@@ -130,6 +130,11 @@ void Router::drop_everything() {
     real_.clear();
   }
   // Contexts first: their engine watches and SPM workers stop before anything they use goes away.
+  // Closed, not only dropped: a poll in progress on this thread (the VMM resetting from inside
+  // write_context_fence) holds a reference until it returns, and every use of the guest's pages
+  // must end before this call does, as in context_destroy.
+  for (auto &[id, c] : contexts)
+    c->close();
   contexts.clear();
   resources.clear();
 }

@@ -9,10 +9,36 @@ namespace rvgl {
 
 namespace {
 
-// Set while this thread runs delivery callbacks: stop() from inside a callback does not wait for
-// the delivery it is part of (which would deadlock on deliver_mu_). A fence created from inside a
-// callback finds the delivery running and is left to its loop, as any other thread's is.
-thread_local const FenceDelivery *t_delivering = nullptr;
+// The deliveries whose callbacks this thread is inside, innermost first: a VMM may poll another
+// context from a callback, and that one's callbacks may destroy either. stop() from inside a
+// callback does not wait for a delivery it is part of (which would deadlock on deliver_mu_), and
+// a poll nested in one of its own callbacks leaves the batch to the outer one. A fence created
+// from inside a callback finds the delivery running and is left to its loop, as any other
+// thread's is.
+struct DeliveringFrame {
+  const FenceDelivery *delivery;
+  const DeliveringFrame *outer;
+};
+thread_local const DeliveringFrame *t_delivering = nullptr;
+
+bool delivering_here(const FenceDelivery *d) {
+  for (const DeliveringFrame *f = t_delivering; f; f = f->outer)
+    if (f->delivery == d) return true;
+  return false;
+}
+
+class DeliveringScope {
+ public:
+  explicit DeliveringScope(const FenceDelivery *d) : frame_{d, t_delivering} {
+    t_delivering = &frame_;
+  }
+  ~DeliveringScope() { t_delivering = frame_.outer; }
+  DeliveringScope(const DeliveringScope &) = delete;
+  DeliveringScope &operator=(const DeliveringScope &) = delete;
+
+ private:
+  DeliveringFrame frame_;
+};
 
 static_assert(RVGL_RING_COUNT <= 64, "busy_rings_ has a bit per ring");
 
@@ -38,7 +64,7 @@ void FenceDelivery::stop() {
     std::lock_guard lk(mu_);
     stopped_.store(true, std::memory_order_relaxed);
   }
-  if (t_delivering == this) return;  // stopping from inside a callback: nothing else runs
+  if (delivering_here(this)) return;  // stopping from inside a callback: nothing else runs
   std::lock_guard wait_out(deliver_mu_);
 }
 
@@ -141,7 +167,7 @@ void FenceDelivery::progress() {
     delivering_ = false;
     return;
   }
-  t_delivering = this;
+  DeliveringScope here(this);
   for (;;) {
     for (const auto &d : done) {
       if (stopped_.load(std::memory_order_relaxed)) break;  // by a callback of this batch
@@ -156,7 +182,6 @@ void FenceDelivery::progress() {
       break;
     }
   }
-  t_delivering = nullptr;
 }
 
 bool FenceDelivery::drain_poll_fd() {
@@ -172,6 +197,9 @@ void FenceDelivery::poll() {
     progress();
     return;
   }
+  // From inside one of this delivery's own callbacks: the outer poll holds deliver_mu_ and
+  // delivers what is left; what becomes ready later signals the poll fd again.
+  if (delivering_here(this)) return;
   std::lock_guard serial(deliver_mu_);
   std::deque<Done> batch;
   {
@@ -183,12 +211,11 @@ void FenceDelivery::poll() {
     // pending).
     collect_locked(&batch);
   }
-  t_delivering = this;
+  DeliveringScope here(this);
   for (const auto &d : batch) {
     if (stopped_.load(std::memory_order_relaxed)) break;  // the VMM destroyed us in a callback
     cb_(d.ring, d.fence_id);
   }
-  t_delivering = nullptr;
 }
 
 uint64_t FenceDelivery::first_exact_point(const FenceSource *source) const {

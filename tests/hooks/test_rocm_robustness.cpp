@@ -7,6 +7,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -218,7 +219,9 @@ TEST_CASE("a context destroyed inside its fence callback is told nothing more", 
   // the batch its poll took, not a second look of that poll; and once the VMM has also unref'd a
   // userptr blob, the guest's pages are its own again, although the poll has not returned. Two
   // rings' fences retire in one poll; the first callback destroys the context and drops the
-  // blob. Repeated, as the order of the two jobs' completions varies.
+  // blob. Repeated, as the order of the two jobs' completions varies. The same for a VMM that
+  // resets the renderer from the callback instead: reset ends every context as destroy does.
+  const bool reset = GENERATE(false, true);
   Renderer r(plain());
   REQUIRE(r.result() == 0);
   for (uint32_t round = 0; round < 20; ++round) {
@@ -262,8 +265,12 @@ TEST_CASE("a context destroyed inside its fence callback is told nothing more", 
     uint64_t userptrs_left = UINT64_MAX, queue_contexts_left = UINT64_MAX;
     r.after_context_fence([&](uint32_t c_id, uint32_t, uint64_t) {
       if (c_id != ctx || ++told != 1) return;
-      virgl_renderer_context_destroy(ctx);
-      virgl_renderer_resource_unref(ures);
+      if (reset) {
+        virgl_renderer_reset();
+      } else {
+        virgl_renderer_context_destroy(ctx);
+        virgl_renderer_resource_unref(ures);
+      }
       rvgl_emu_counters now{};
       rvgl_emu_get_counters(&now, sizeof now);
       userptrs_left = now.userptr_alive - userptrs_before;
@@ -282,6 +289,73 @@ TEST_CASE("a context destroyed inside its fence callback is told nothing more", 
     CHECK(userptrs_left == 0);
     CHECK(queue_contexts_left == 0);
     for (uint32_t id : {f.res, f.ib_res, g.shmem_res()})
+      virgl_renderer_resource_unref(id);
+  }
+}
+
+TEST_CASE("a VMM polling contexts from inside a fence callback neither deadlocks nor loses fences",
+          "[hooks][robust]") {
+  // From A's first callback the VMM polls A again and then B (B's fence is delivered inside
+  // it); A's second callback destroys A. The destroy must not wait for the delivery it is part
+  // of, the nested poll of A must leave A's batch to the outer poll, and every fence is told
+  // exactly once.
+  Renderer r(plain());
+  REQUIRE(r.result() == 0);
+  for (uint32_t round = 0; round < 10; ++round) {
+    INFO("round " << round);
+    const uint32_t ca = 1 + 2 * round, cb = 2 + 2 * round;
+    RocmGuest a(ca, 100 + 20 * round), b(cb, 110 + 20 * round);
+    a.start();
+    b.start();
+    const SdmaFill fa(a, 0x11u, 4096), fb(b, 0x22u, 4096);
+    const uint32_t qa1 = a.queue_create(RVGL_IP_SDMA, 1), qa2 = a.queue_create(RVGL_IP_SDMA, 2);
+    const uint32_t qb = b.queue_create(RVGL_IP_SDMA, 1);
+    rvgl_emu_counters c0{}, c{};
+    rvgl_emu_get_counters(&c0, sizeof c0);
+    a.submit(qa1, fa.ib_va(), fa.dwords);
+    a.submit(qa2, fa.ib_va(), fa.dwords);
+    b.submit(qb, fb.ib_va(), fb.dwords);
+    REQUIRE(a.fence(1, 7) == 0);
+    REQUIRE(a.fence(2, 8) == 0);
+    REQUIRE(b.fence(1, 9) == 0);
+    const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    do {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      rvgl_emu_get_counters(&c, sizeof c);
+    } while (c.jobs_completed - c0.jobs_completed < 3 && std::chrono::steady_clock::now() < end);
+    REQUIRE(c.jobs_completed - c0.jobs_completed == 3);
+
+    std::vector<std::pair<uint32_t, uint64_t>> told;
+    uint32_t told_a = 0;
+    r.after_context_fence([&](uint32_t ctx, uint32_t, uint64_t id) {
+      told.emplace_back(ctx, id);
+      if (ctx != ca) return;
+      if (++told_a == 1) {
+        virgl_renderer_context_poll(ca);
+        virgl_renderer_context_poll(cb);
+      } else if (told_a == 2) {
+        virgl_renderer_context_destroy(ca);
+      }
+    });
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    auto has = [&](uint32_t ctx, uint64_t id) {
+      return std::count(told.begin(), told.end(), std::make_pair(ctx, id));
+    };
+    while ((told_a < 2 || !has(cb, 9)) && std::chrono::steady_clock::now() < until) {
+      pollfd p{virgl_renderer_context_get_poll_fd(ca), POLLIN, 0};
+      ::poll(&p, 1, 20);
+      if (told_a < 2) virgl_renderer_context_poll(ca);
+      virgl_renderer_context_poll(cb);
+    }
+    for (int i = 0; i < 5; ++i)
+      virgl_renderer_poll();
+    r.after_context_fence(nullptr);
+    CHECK(told.size() == 3);
+    CHECK(has(ca, 7) == 1);
+    CHECK(has(ca, 8) == 1);
+    CHECK(has(cb, 9) == 1);
+    virgl_renderer_context_destroy(cb);
+    for (uint32_t id : {fa.res, fa.ib_res, a.shmem_res(), fb.res, fb.ib_res, b.shmem_res()})
       virgl_renderer_resource_unref(id);
   }
 }
