@@ -69,8 +69,15 @@ int rvgl_emu_get_file_counters(int fd, struct rvgl_emu_file_counters *out, size_
  * -EINVAL for a bad value, -ENOENT for an unknown name, -EBUSY for a structural knob
  * (PROFILE, DEVICES, XCCS, VRAM_MB, GTT_MB, DRM_MINOR, STATE_DIR) while any emulated fd is open. */
 int rvgl_emu_set_knob(const char *name, const char *value);
-/* Drops RVGL_EMU_FAIL rules and call counts, and the hang/reset/fault-VA knobs. */
+/* Drops RVGL_EMU_FAIL rules and call counts, and the hang/reset/fault-VA knobs; stops counting. */
 void rvgl_emu_reset_fault_injection(void);
+/* Counts calls per name from zero, as RVGL_EMU_FAIL rules do, with none failing, until
+ * rvgl_emu_reset_fault_injection(); new rules start the counts from zero again. */
+void rvgl_emu_count_calls(void);
+/* The calls counted since the rules were set or rvgl_emu_count_calls(), of every thread, per name
+ * RVGL_EMU_FAIL takes (ioctl names, OPEN, MMAP, UDMABUF_CREATE, ...): "NAME COUNT" lines sorted
+ * by name, written into buf NUL-terminated (cut at size - 1). Returns the whole text's length. */
+size_t rvgl_emu_call_counts(char *buf, size_t size);
 /* Writes the counters to <state dir>/counters-<pid>.txt ("name value" lines, written atomically)
  * and copies that path into path_out if given. Returns 0 or -errno. */
 int rvgl_emu_write_counters_file(char *path_out, size_t path_size);

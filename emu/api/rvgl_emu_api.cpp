@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -198,6 +199,22 @@ void rvgl_emu_reset_fault_injection(void) {
         k, k == std::string("RVGL_EMU_FAIL") || k == std::string("RVGL_EMU_FAULT_VA") ? "" : "0");
   e.set_knob_locked("RVGL_EMU_RESET_VRAM_LOST", "0");
   e.faults().reset();
+}
+
+void rvgl_emu_count_calls(void) {
+  Emulator::get().faults().count_calls();
+}
+
+size_t rvgl_emu_call_counts(char *buf, size_t size) {
+  std::string text;
+  for (const auto &[name, n] : Emulator::get().faults().calls())
+    text += name + " " + std::to_string(n) + "\n";
+  if (buf && size) {
+    const size_t n = std::min(size - 1, text.size());
+    std::memcpy(buf, text.data(), n);
+    buf[n] = '\0';
+  }
+  return text.size();
 }
 
 int rvgl_emu_write_counters_file(char *path_out, size_t path_size) {

@@ -5,7 +5,7 @@ namespace rvgl::emu {
 int FaultInjector::on_call(std::string_view name) {
   if (!armed_.load(std::memory_order_acquire)) return 0;
   std::lock_guard lk(mu_);
-  if (rules_.empty()) return 0;
+  if (rules_.empty() && !counting_) return 0;
   const uint64_t n = ++calls_[std::string(name)];
   for (const auto &r : rules_) {
     if (r.name != name) continue;
@@ -18,14 +18,27 @@ void FaultInjector::set_rules(std::vector<FailRule> rules) {
   std::lock_guard lk(mu_);
   rules_ = std::move(rules);
   calls_.clear();
-  armed_.store(!rules_.empty(), std::memory_order_release);
+  armed_.store(counting_ || !rules_.empty(), std::memory_order_release);
+}
+
+void FaultInjector::count_calls() {
+  std::lock_guard lk(mu_);
+  counting_ = true;
+  calls_.clear();
+  armed_.store(true, std::memory_order_release);
 }
 
 void FaultInjector::reset() {
   std::lock_guard lk(mu_);
   rules_.clear();
   calls_.clear();
+  counting_ = false;
   armed_.store(false, std::memory_order_release);
+}
+
+std::map<std::string, uint64_t> FaultInjector::calls() {
+  std::lock_guard lk(mu_);
+  return {calls_.begin(), calls_.end()};
 }
 
 }  // namespace rvgl::emu

@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <map>
 #include <mutex>
 #include <string>
 #include <string_view>
@@ -19,15 +20,20 @@ class FaultInjector {
   // Counts this call of `name`; returns the errno it must fail with, or 0.
   int on_call(std::string_view name);
   void set_rules(std::vector<FailRule> rules);
-  void reset();  // drops the rules and the call counts
+  // Counts calls from zero, as rules do, with none failing (until reset() or new rules).
+  void count_calls();
+  void reset();  // drops the rules and the call counts, and stops counting
+  // The calls counted per name since the rules were set or count_calls(), by name.
+  std::map<std::string, uint64_t> calls();
 
   std::mutex &fork_lock() { return mu_; }
 
  private:
-  // Whether any rule is set: every ioctl of every thread asks, and without rules it takes no lock
-  // (the kernel's ioctl path has no process-wide lock to stand for).
+  // Whether any rule is set or calls are counted: every ioctl of every thread asks, and otherwise
+  // it takes no lock (the kernel's ioctl path has no process-wide lock to stand for).
   std::atomic<bool> armed_{false};
   std::mutex mu_;
+  bool counting_ = false;
   std::vector<FailRule> rules_;
   std::unordered_map<std::string, uint64_t> calls_;
 };
