@@ -66,6 +66,13 @@ inline Config test_config() {
   return c;
 }
 
+// ComputeContext::create failed: the VMM got `err`.
+struct ContextCreateError : std::runtime_error {
+  explicit ContextCreateError(int e)
+      : std::runtime_error("context create failed: " + std::to_string(e)), err(e) {}
+  int err;
+};
+
 class ContextHarness {
  public:
   // drm_fd: what a VMM's get_drm_fd would give (none: the configured node).
@@ -80,7 +87,7 @@ class ContextHarness {
     o.on_fence = [log = log_](uint32_t ring, uint64_t id) { log->record(ring, id); };
     int err = 0;
     ctx_ = ComputeContext::create(std::move(o), &err);
-    if (!ctx_) throw std::runtime_error("context create failed: " + std::to_string(err));
+    if (!ctx_) throw ContextCreateError(err);
   }
 
   ComputeContext &ctx() { return *ctx_; }
@@ -90,16 +97,24 @@ class ContextHarness {
 
   // Creates and maps the shared page (res id returned).
   uint32_t create_shmem() {
+    uint32_t res_id = 0;
+    if (try_create_shmem(&res_id)) throw std::runtime_error("shmem");
+    return res_id;
+  }
+  // The same, with the context's errno returned rather than thrown (only the test's own mapping
+  // of the page throws).
+  int try_create_shmem(uint32_t *res_id) {
     BlobArgs a;
     a.res_id = next_res_id();
     a.blob_mem = RVGL_BLOB_MEM_HOST3D;
     a.blob_flags = RVGL_BLOB_FLAG_USE_MAPPABLE;
     a.size = RVGL_SHMEM_SIZE;
     BlobExport e;
-    if (ctx_->create_blob(a, &e)) throw std::runtime_error("shmem");
+    if (int err = ctx_->create_blob(a, &e)) return err;
     shmem_ = Mapping::map_shared(e.fd.get(), RVGL_SHMEM_SIZE, PROT_READ | PROT_WRITE);
     if (!shmem_.valid()) throw std::runtime_error("shmem map");
-    return a.res_id;
+    *res_id = a.res_id;
+    return 0;
   }
   uint8_t *shmem() const { return shmem_.as<uint8_t>(); }
   const rvgl_shmem_header &shmem_header() const { return *shmem_.as<rvgl_shmem_header>(); }
