@@ -82,8 +82,11 @@ std::shared_ptr<AmdgpuDevice> AmdgpuDevice::reopen(int *err) const {
 }
 
 int AmdgpuDevice::check_driver() {
+  errno = 0;
   drmVersionPtr v = drmGetVersion(fd_.get());
-  if (!v) return -ENODEV;
+  // A failed VERSION is the kernel's errno (drmGetVersion frees and returns with it), passed on
+  // as for any query of the create; only a file that has no such ioctl is not a DRM node.
+  if (!v) return errno == 0 || errno == ENOTTY ? -ENODEV : -errno;
   // amdgpu's KMS interface is version 3 (libdrm amdgpu_device_initialize checks the same).
   const bool ok = v->name && std::strcmp(v->name, "amdgpu") == 0 && v->version_major == 3;
   drm_minor_ = static_cast<uint32_t>(v->version_minor);

@@ -190,16 +190,16 @@ TEST_CASE(
     "a kernel call failing while a context is created fails the create; a context never "
     "offers less than its capset",
     "[context][lifecycle]") {
-  // The device queries of the create (HW_IP_INFO, UQ metadata, the profiler's GET_VER) and the
-  // health owner's reset-probe context: a transient failure is the create's error, not a
-  // context that quietly lacks compute queues, SDMA, user queues or the SPM.
+  // The device queries of the create (the driver's VERSION, HW_IP_INFO, UQ metadata, the
+  // profiler's GET_VER) and the health owner's reset-probe context: a transient failure is the
+  // create's error, not a context that quietly lacks compute queues, SDMA, user queues or the SPM.
   const Config c = test_config();
   rvgl_capset full{};
   {
     ContextHarness h(c);
     full = h.capset();
   }
-  for (const char *name : {"INFO", "PROFILER", "CTX"}) {
+  for (const char *name : {"VERSION", "INFO", "PROFILER", "CTX"}) {
     uint32_t refused = 0;
     for (int n = 1; n <= 12; ++n) {
       const std::string rule = std::string(name) + ":" + std::to_string(n) + ":EIO";
