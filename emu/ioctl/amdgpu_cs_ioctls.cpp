@@ -183,6 +183,19 @@ int amdgpu_ioctl_cs(DeviceFile &f, void *data) {
     p.bos = *list;
   }
   if (p.ibs.size() > d.ip_block(p.entity.ip)->max_ibs) return -EINVAL;
+  // Implicit sync (amdgpu_cs_sync_rings -> amdgpu_sync_resv): the job waits for every fence
+  // another VM's submission left on a listed object, unless the object was created with
+  // EXPLICIT_SYNC (amdgpu_bo_explicit_sync: AMDGPU_SYNC_EXPLICIT); a file's own fences it does
+  // not wait for (AMDGPU_SYNC_NE_OWNER). Taken at CS time, as the kernel takes them.
+  if (p.bos) {
+    std::lock_guard flk(FenceDomain::mutex());
+    for (const auto &bo : *p.bos) {
+      if (bo->domain_flags() & AMDGPU_GEM_CREATE_EXPLICIT_SYNC) continue;
+      for (const ResvFence &r : bo->fences)
+        if (r.owner != f.vm.get() && !r.fence->is_signaled_locked())
+          p.deps.push_back({r.fence, nullptr, 0});
+    }
+  }
 
   auto job = std::make_unique<Job>();
   job->vm = f.vm;
@@ -212,10 +225,10 @@ int amdgpu_ioctl_cs(DeviceFile &f, void *data) {
     const uint64_t timeline = job->fence->context();
     if (p.bos) {
       for (const auto &bo : *p.bos) {
-        std::erase_if(bo->fences, [timeline](const auto &fence) {
-          return fence->context() == timeline || fence->is_signaled_locked();
+        std::erase_if(bo->fences, [timeline](const ResvFence &r) {
+          return r.fence->context() == timeline || r.fence->is_signaled_locked();
         });
-        bo->fences.push_back(job->fence);
+        bo->fences.push_back({job->fence, f.vm.get()});
       }
     }
   }

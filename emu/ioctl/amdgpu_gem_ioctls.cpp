@@ -160,15 +160,15 @@ int amdgpu_ioctl_gem_wait_idle(DeviceFile &f, void *data) {
   const bool idle = FenceDomain::wait_until(
       lk, deadline,
       [&] {
-        for (const auto &fence : bo->fences)
-          if (!fence->is_signaled_locked()) return false;
+        for (const auto &r : bo->fences)
+          if (!r.fence->is_signaled_locked()) return false;
         return true;
       },
       [&](Waiter &w) {
-        for (const auto &fence : bo->fences)
-          Fence::subscribe_locked(w, fence);
+        for (const auto &r : bo->fences)
+          Fence::subscribe_locked(w, r.fence);
       });
-  std::erase_if(bo->fences, [](const auto &fence) { return fence->is_signaled_locked(); });
+  std::erase_if(bo->fences, [](const ResvFence &r) { return r.fence->is_signaled_locked(); });
   lk.unlock();
   std::memset(a, 0, sizeof(*a));
   a->out.status = idle ? 0 : 1;

@@ -12,6 +12,14 @@
 namespace rvgl::emu {
 
 class Fence;
+class GpuVm;
+
+// A fence in an object's reservation, with the VM whose submission added it: amdgpu's implicit
+// sync tells a file's own work from others' by that owner (amdgpu_sync_test_fence).
+struct ResvFence {
+  std::shared_ptr<Fence> fence;
+  const GpuVm *owner = nullptr;
+};
 
 struct BoMetadata {
   uint64_t flags = 0;
@@ -64,8 +72,9 @@ class BufferObject {
   uint64_t mmap_offset() const { return mmap_offset_; }
   void set_mmap_offset(uint64_t o) { mmap_offset_ = o; }
 
-  // Fences of submissions that listed this object (GEM_WAIT_IDLE); guarded by the fence lock.
-  std::vector<std::shared_ptr<Fence>> fences;
+  // Fences of submissions that listed this object (GEM_WAIT_IDLE, implicit sync); guarded by the
+  // fence lock.
+  std::vector<ResvFence> fences;
 
  private:
   Params p_;

@@ -43,8 +43,14 @@ uint64_t kernel_domain(uint32_t domain) {
 }
 
 uint64_t kernel_create_flags(uint32_t domain, uint32_t flags) {
-  // Always cleared and wiped: a guest must never see another tenant's data.
-  uint64_t f = AMDGPU_GEM_CREATE_VRAM_CLEARED | AMDGPU_GEM_CREATE_VRAM_WIPE_ON_RELEASE;
+  // Always cleared and wiped: a guest must never see another tenant's data. Explicitly synced,
+  // as radv's objects are (radv_amdgpu_winsys_bo_create without RADEON_FLAG_IMPLICIT_SYNC): a
+  // compute guest orders its work with fences and waits, and the kernel's implicit sync would
+  // make every job on an object another context also lists wait for that context's jobs
+  // (amdgpu_cs_sync_rings, AMDGPU_SYNC_NE_OWNER), hanging a handshake through shared memory.
+  // Our jobs' fences still go on the object for any implicitly synced reader (the display).
+  uint64_t f = AMDGPU_GEM_CREATE_VRAM_CLEARED | AMDGPU_GEM_CREATE_VRAM_WIPE_ON_RELEASE |
+               AMDGPU_GEM_CREATE_EXPLICIT_SYNC;
   if (domain == RVGL_DOMAIN_DOORBELL) return 0;
   if (flags & RVGL_BO_FLAG_CPU_ACCESS) f |= AMDGPU_GEM_CREATE_CPU_ACCESS_REQUIRED;
   if (flags & RVGL_BO_FLAG_NO_CPU_ACCESS) f |= AMDGPU_GEM_CREATE_NO_CPU_ACCESS;

@@ -518,3 +518,78 @@ TEST_CASE("IBs per CS are capped per IP; an SDMA IB runs from its address rounde
   CHECK(wait_cs(fd.get(), ctx, AMDGPU_HW_IP_DMA, 0, seq, abs_timeout_ms(5000)) == 0);
   CHECK(*reinterpret_cast<uint32_t *>(buf.u8() + 8192) == 0xau);
 }
+
+// amdgpu_cs_sync_rings -> amdgpu_sync_resv: every listed object's fences of another VM are waited
+// for (AMDGPU_SYNC_NE_OWNER), the file's own are not, and an object created with EXPLICIT_SYNC
+// makes the CS wait for none (AMDGPU_SYNC_EXPLICIT).
+TEST_CASE(
+    "implicit sync: a CS waits for other files' work on a listed object, unless the object "
+    "is EXPLICIT_SYNC",
+    "[kernel][cs]") {
+  const bool explicit_sync = GENERATE(false, true);
+  INFO("EXPLICIT_SYNC " << explicit_sync);
+  Fd fa = open_render(), fb = open_render();
+  REQUIRE(fa.get() >= 0);
+  REQUIRE(fb.get() >= 0);
+  // The shared object: created in a, imported into b (the same GEM object), mapped in both.
+  uint32_t sa = 0, sb = 0;
+  REQUIRE(gem_create(fa.get(), 4096, AMDGPU_GEM_DOMAIN_GTT,
+                     explicit_sync ? AMDGPU_GEM_CREATE_EXPLICIT_SYNC : 0, &sa) == 0);
+  drm_prime_handle exp{};
+  exp.handle = sa;
+  exp.flags = DRM_CLOEXEC | DRM_RDWR;
+  REQUIRE(xioctl(fa.get(), DRM_IOCTL_PRIME_HANDLE_TO_FD, &exp) == 0);
+  drm_prime_handle imp{};
+  imp.fd = exp.fd;
+  REQUIRE(xioctl(fb.get(), DRM_IOCTL_PRIME_FD_TO_HANDLE, &imp) == 0);
+  close(exp.fd);
+  sb = imp.handle;
+  const uint64_t shared_va = 0x4000000;
+  REQUIRE(gem_va(fa.get(), AMDGPU_VA_OP_MAP, sa, shared_va, 0, 4096) == 0);
+  REQUIRE(gem_va(fb.get(), AMDGPU_VA_OP_MAP, sb, shared_va, 0, 4096) == 0);
+  auto list_of = [](int fd, uint32_t handle) {
+    drm_amdgpu_bo_list_entry e{handle, 0};
+    drm_amdgpu_bo_list l{};
+    l.in.operation = AMDGPU_BO_LIST_OP_CREATE;
+    l.in.bo_number = 1;
+    l.in.bo_info_size = sizeof(e);
+    l.in.bo_info_ptr = reinterpret_cast<uintptr_t>(&e);
+    REQUIRE(xioctl(fd, DRM_IOCTL_AMDGPU_BO_LIST, &l) == 0);
+    return l.out.list_handle;
+  };
+  const uint32_t la = list_of(fa.get(), sa), lb = list_of(fb.get(), sb);
+
+  GpuBuffer abuf, bbuf;
+  REQUIRE(abuf.create(fa.get(), 64 * 1024, 0x800000) == 0);
+  REQUIRE(bbuf.create(fb.get(), 64 * 1024, 0x800000) == 0);
+  uint32_t ca = 0, cb = 0;
+  REQUIRE(ctx_create(fa.get(), &ca) == 0);
+  REQUIRE(ctx_create(fb.get(), &cb) == 0);
+  // a's SDMA job lists the object and waits on a private gate word the test opens.
+  const uint64_t gate = abuf.va + 32768;
+  std::vector<uint32_t> held;
+  sdma::poll_mem_equal(held, gate, 1);
+  uint64_t a_seq = 0, a2_seq = 0, b_seq = 0;
+  REQUIRE(submit(fa.get(), ca, AMDGPU_HW_IP_DMA, 0, place_ib(abuf, 0, held), held.size() * 4,
+                 &a_seq, {}, la) == 0);
+  // a's own compute job on the object does not wait for a's held job: same VM.
+  std::vector<uint32_t> own;
+  pm4::write_data(own, shared_va + 8, {0xa2});
+  REQUIRE(submit(fa.get(), ca, AMDGPU_HW_IP_COMPUTE, 0, place_ib(abuf, 4096, own), own.size() * 4,
+                 &a2_seq, {}, la) == 0);
+  CHECK(wait_cs(fa.get(), ca, AMDGPU_HW_IP_COMPUTE, 0, a2_seq, abs_timeout_ms(5000)) == 0);
+  // b's job on the object waits for a's held job, unless the object is explicitly synced.
+  std::vector<uint32_t> mark;
+  pm4::write_data(mark, shared_va, {0xb1});
+  REQUIRE(submit(fb.get(), cb, AMDGPU_HW_IP_COMPUTE, 0, place_ib(bbuf, 0, mark), mark.size() * 4,
+                 &b_seq, {}, lb) == 0);
+  if (explicit_sync) {
+    CHECK(wait_cs(fb.get(), cb, AMDGPU_HW_IP_COMPUTE, 0, b_seq, abs_timeout_ms(5000)) == 0);
+  } else {
+    CHECK(wait_cs(fb.get(), cb, AMDGPU_HW_IP_COMPUTE, 0, b_seq, abs_timeout_ms(200)) == 1);
+  }
+  CHECK(wait_cs(fa.get(), ca, AMDGPU_HW_IP_DMA, 0, a_seq, 0) == 1);  // still held
+  __atomic_store_n(reinterpret_cast<uint32_t *>(abuf.u8() + 32768), 1u, __ATOMIC_RELEASE);
+  CHECK(wait_cs(fa.get(), ca, AMDGPU_HW_IP_DMA, 0, a_seq, abs_timeout_ms(5000)) == 0);
+  CHECK(wait_cs(fb.get(), cb, AMDGPU_HW_IP_COMPUTE, 0, b_seq, abs_timeout_ms(5000)) == 0);
+}

@@ -154,3 +154,60 @@ TEST_CASE("ids are one namespace with the real library", "[hooks][sharing]") {
   virgl_renderer_resource_unref(30);
   virgl_renderer_context_destroy(5);
 }
+
+TEST_CASE(
+    "contexts sharing a buffer do not wait on each other's work: a handshake through it "
+    "completes",
+    "[hooks][sharing]") {
+  // ROCm's IPC signals live in shared memory: one process's kernel waits on a value another's
+  // writes. Our objects are created for explicit sync (as radv's are), so the kernel's implicit
+  // sync does not make the writer wait for the waiter's job on the object both list, which
+  // would hang them both until the lockup timeout.
+  Renderer r(venus_and_rocm());
+  REQUIRE(r.result() == 0);
+  RocmGuest a(1, 100), b(2, 200);
+  a.start();
+  b.start();
+  auto [bo, res] = a.bo_blob(kSize, RVGL_DOMAIN_GTT);
+  auto *mem = static_cast<uint32_t *>(a.map(res, kSize));
+  std::memset(mem, 0, kSize);
+  virgl_renderer_ctx_attach_resource(2, static_cast<int>(res));
+  const uint64_t a_va = a.caps().va_start, b_va = b.caps().va_start;
+  REQUIRE(a.va_map(bo, 0, a_va, kSize) == 0);
+  REQUIRE(b.va_map(0, res, b_va, kSize) == 0);
+
+  // a: wait (SDMA memory poll) for the flag at word 0, then write 2 at word 1.
+  auto [a_ib_bo, a_ib_res] = a.bo_blob(kSize, RVGL_DOMAIN_GTT);
+  const uint64_t a_ib_va = a_va + 4 * kSize;
+  REQUIRE(a.va_map(a_ib_bo, 0, a_ib_va, kSize, RVGL_VA_FLAG_READ | RVGL_VA_FLAG_EXECUTE) == 0);
+  std::vector<uint32_t> wait_then_write;
+  pk::sdma_poll_mem_equal(wait_then_write, a_va, 1, 0xffffffffu);
+  pk::sdma_write_linear(wait_then_write, a_va + 4, {2});
+  pk::sdma_pad(wait_then_write);
+  std::memcpy(a.map(a_ib_res, kSize), wait_then_write.data(), wait_then_write.size() * 4);
+  // b: write the flag (PM4, another engine).
+  auto [b_ib_bo, b_ib_res] = b.bo_blob(kSize, RVGL_DOMAIN_GTT);
+  const uint64_t b_ib_va = b_va + 4 * kSize;
+  REQUIRE(b.va_map(b_ib_bo, 0, b_ib_va, kSize, RVGL_VA_FLAG_READ | RVGL_VA_FLAG_EXECUTE) == 0);
+  std::vector<uint32_t> flag;
+  pk::pm4_write_data(flag, b_va, {1});
+  std::memcpy(b.map(b_ib_res, kSize), flag.data(), flag.size() * 4);
+
+  const uint32_t qa = a.queue_create(RVGL_IP_SDMA, 1);
+  const uint32_t qb = b.queue_create(RVGL_IP_COMPUTE, 1);
+  a.submit(qa, a_ib_va, wait_then_write.size());
+  REQUIRE(a.fence(1, 1) == 0);
+  b.submit(qb, b_ib_va, flag.size());
+  REQUIRE(b.fence(1, 1) == 0);
+  CHECK(r.wait_context_fence(2, 1, 1, std::chrono::seconds(5)));
+  CHECK(r.wait_context_fence(1, 1, 1, std::chrono::seconds(5)));
+  CHECK(mem[0] == 1);
+  CHECK(mem[1] == 2);
+  for (auto [g, q] : {std::pair<RocmGuest *, uint32_t>{&a, qa}, {&b, qb}}) {
+    rvgl_req_queue_state qs{};
+    qs.queue = q;
+    const auto st = g->call<rvgl_rsp_queue_state>(RVGL_CMD_QUEUE_STATE, qs);
+    CHECK(st.hdr.result == 0);
+    CHECK(st.state == RVGL_QUEUE_STATE_OK);
+  }
+}
