@@ -16,6 +16,21 @@
 
 namespace rvgl {
 
+AmdgpuDevice::~AmdgpuDevice() {
+  fd_.reset();  // first: the kernel lets go of what it was still writing into
+  kept_.clear();
+}
+
+void AmdgpuDevice::keep_until_closed(std::shared_ptr<const void> what) {
+  std::lock_guard lk(kept_mu_);
+  kept_.push_back(std::move(what));
+}
+
+size_t AmdgpuDevice::kept_until_closed() const {
+  std::lock_guard lk(kept_mu_);
+  return kept_.size();
+}
+
 std::shared_ptr<AmdgpuDevice> AmdgpuDevice::open(const std::string &path, int *err) {
   UniqueFd fd(::open(path.c_str(), O_RDWR | O_CLOEXEC));
   if (!fd) {

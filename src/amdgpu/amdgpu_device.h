@@ -6,8 +6,10 @@
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <string>
+#include <vector>
 
 #include <amdgpu_drm.h>
 
@@ -32,6 +34,13 @@ class AmdgpuDevice {
 
   int fd() const { return fd_.get(); }
   uint32_t drm_minor_version() const { return drm_minor_; }
+
+  ~AmdgpuDevice();
+  // Memory the kernel may still write into because it failed to let go of it (a release ioctl
+  // that failed: an SPM destination): freed only after this file is closed, which makes the
+  // kernel drop everything the file held.
+  void keep_until_closed(std::shared_ptr<const void> what);
+  size_t kept_until_closed() const;
 
   // ---- memory (amdgpu_device_memory.cpp) ----
   int gem_create(uint64_t size, uint64_t alignment, uint64_t domains, uint64_t flags,
@@ -100,6 +109,8 @@ class AmdgpuDevice {
 
   UniqueFd fd_;
   uint32_t drm_minor_ = 0;
+  mutable std::mutex kept_mu_;
+  std::vector<std::shared_ptr<const void>> kept_;
 };
 
 }  // namespace rvgl

@@ -115,6 +115,7 @@ int32_t ComputeContext::cmd_spm_set_dest(const Request &req, Response &) {
       int err = -EINVAL;
       dst.host = dst.object->host_range(q.offset, q.size, &err);
       if (!dst.host) return err;
+      dst.host_mapping = dst.object->host_mapping();
     }
   }
   const uint32_t timeout = std::min(q.timeout_ms, kMaxSpmTimeoutMs);

@@ -107,17 +107,18 @@ uint8_t *MemoryObject::host_range(uint64_t offset, uint64_t size, int *err) {
       const uint64_t in_seg = offset - seg_start;
       if (s.host) return static_cast<uint8_t *>(s.host) + in_seg;
       if (kind_ != Kind::kBo || segments_.size() != 1) break;
-      if (!cpu_map_.valid()) {
+      if (!cpu_map_) {
         uint64_t fake_offset;
         if ((*err = dev_->gem_mmap_offset(s.handle, &fake_offset))) return nullptr;
-        cpu_map_ = Mapping::map_shared(dev_->fd(), s.size, PROT_READ | PROT_WRITE,
-                                       static_cast<off_t>(fake_offset));
-        if (!cpu_map_.valid()) {
+        Mapping m = Mapping::map_shared(dev_->fd(), s.size, PROT_READ | PROT_WRITE,
+                                        static_cast<off_t>(fake_offset));
+        if (!m.valid()) {
           *err = -errno;
           return nullptr;
         }
+        cpu_map_ = std::make_shared<Mapping>(std::move(m));
       }
-      return cpu_map_.as<uint8_t>() + in_seg;
+      return cpu_map_->as<uint8_t>() + in_seg;
     }
     seg_start += s.size;
   }

@@ -57,6 +57,9 @@ class MemoryObject {
   // they were registered on. nullptr when the range spans segments or the object cannot be
   // mapped (-errno in *err).
   uint8_t *host_range(uint64_t offset, uint64_t size, int *err);
+  // What keeps host_range()'s CPU mapping of a BO in place, without the object (null when the
+  // range is not in such a mapping): for a kernel that may write there after the object is gone.
+  std::shared_ptr<const void> host_mapping() const { return cpu_map_; }
 
   // Host writes into guest-owned pages (userptr), e.g. SPM samples: copied through
   // process_vm_writev so an unmapped page is -EFAULT, never a crash. -ENOENT once revoked; waits
@@ -96,7 +99,7 @@ class MemoryObject {
   bool read_only_;
   uint32_t bo_flags_ = 0;
   std::vector<Mapping> kept_mappings_;
-  Mapping cpu_map_;
+  std::shared_ptr<Mapping> cpu_map_;  // shared with host_mapping()'s holders
   Charge charge_;
   uint64_t blob_id_ = 0;
   std::shared_ptr<ObjectRegistry> registry_;

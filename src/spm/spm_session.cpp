@@ -74,11 +74,21 @@ SpmSession::~SpmSession() {
     stop_ = true;
   }
   cv_.notify_all();
+  int released = 0;
   if (acquired_) {
     rvgl_drm_amdgpu_spm_args spm{};
-    kernel_op(RVGL_AMDGPU_SPM_OP_RELEASE, &spm);
+    for (int attempt = 0; attempt < 3; ++attempt)
+      if ((released = kernel_op(RVGL_AMDGPU_SPM_OP_RELEASE, &spm)) == 0) break;
   }
   if (worker_.joinable()) worker_.join();
+  // A kernel that did not let go of the SPM may still write into the last destination it was
+  // given: that memory stays until the device file closes (the kernel's release of the file
+  // stops the stream), never freed for reuse under it. The mapping only, not the object, which
+  // holds the device itself.
+  if (released != 0) {
+    if (current_.bounce) dev_->keep_until_closed(std::move(current_.bounce));
+    if (current_.host_mapping) dev_->keep_until_closed(std::move(current_.host_mapping));
+  }
 }
 
 int SpmSession::set_dest(Destination dst, uint32_t timeout_ms, uint32_t seqno, uint32_t rsp_off) {

@@ -9,6 +9,7 @@
 #include "amdgpu/render_node.h"
 #include "spm/spm_reaper.h"
 #include "spm/spm_session.h"
+#include "support/scoped_knob.h"
 
 using namespace rvgl;
 using namespace std::chrono_literals;
@@ -45,4 +46,37 @@ TEST_CASE("SPM callbacks once cut never call back into their old owner", "[spm][
   owner.join();
   s.reset();
   CHECK_FALSE(late_call);
+}
+
+TEST_CASE("a destination the kernel failed to let go of stays mapped until the device closes",
+          "[spm][session]") {
+  // RELEASE failing (three tries) leaves the kernel's stream running into the last destination:
+  // freeing it would let the kernel write into whatever the process maps there next.
+  SpmReaper::instance().drain();
+  int err = 0;
+  auto dev = AmdgpuDevice::open(choose_render_node(""), &err);
+  REQUIRE(dev);
+  auto link = std::make_shared<SpmCallbacks>(nullptr, nullptr);
+  std::unique_ptr<SpmSession> s;
+  REQUIRE(SpmSession::create(dev, 0, 7, link, &s) == 0);
+  constexpr uint32_t kSize = 64 * 1024;
+  SpmSession::Destination dst;
+  dst.bounce = SpmSession::make_bounce(kSize, Charge());
+  REQUIRE(dst.bounce);
+  std::weak_ptr<Mapping> bounce = dst.bounce;
+  dst.host = dst.bounce->as<uint8_t>();
+  dst.size = kSize;
+  REQUIRE(s->set_dest(std::move(dst), 0, 1, RVGL_RSP_NONE) == 0);  // streams from now on
+  for (int i = 0; i < 5000 && s->completed() < 1; ++i)
+    std::this_thread::sleep_for(1ms);
+  REQUIRE(s->completed() == 1);
+  CHECK(dev->kept_until_closed() == 0);
+  {
+    test::ScopedKnob fail("RVGL_EMU_FAIL", "PROFILER:1+:EIO", "");
+    s.reset();
+  }
+  CHECK(dev->kept_until_closed() == 1);
+  CHECK_FALSE(bounce.expired());
+  dev.reset();  // the file closes: the kernel stops, and only then the buffer goes
+  CHECK(bounce.expired());
 }
