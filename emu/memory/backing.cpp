@@ -14,9 +14,30 @@
 
 namespace rvgl::emu {
 
+namespace {
+
+// Engines of one GPU poll and write the same dwords at once (a semaphore in memory one engine
+// waits on and another writes): small aligned accesses are dword-sized and single-copy atomic,
+// as the hardware's are; bulk data moves as bytes.
+constexpr uint64_t kDwordAccessMax = 64;
+
+bool dword_access(uint64_t offset, uint64_t len) {
+  return len <= kDwordAccessMax && offset % 4 == 0 && len % 4 == 0;
+}
+
+}  // namespace
+
 bool Backing::read(uint64_t offset, void *dst, uint64_t len) {
   if (offset > size_ || len > size_ - offset) return false;
   if (uint8_t *v = view()) {
+    if (dword_access(offset, len)) {
+      for (uint64_t i = 0; i < len; i += 4) {
+        const uint32_t d = std::atomic_ref<uint32_t>(*reinterpret_cast<uint32_t *>(v + offset + i))
+                               .load(std::memory_order_relaxed);
+        std::memcpy(static_cast<uint8_t *>(dst) + i, &d, 4);
+      }
+      return true;
+    }
     std::memcpy(dst, v + offset, len);
     return true;
   }
@@ -26,6 +47,15 @@ bool Backing::read(uint64_t offset, void *dst, uint64_t len) {
 bool Backing::write(uint64_t offset, const void *src, uint64_t len) {
   if (offset > size_ || len > size_ - offset) return false;
   if (uint8_t *v = view()) {
+    if (dword_access(offset, len)) {
+      for (uint64_t i = 0; i < len; i += 4) {
+        uint32_t d;
+        std::memcpy(&d, static_cast<const uint8_t *>(src) + i, 4);
+        std::atomic_ref<uint32_t>(*reinterpret_cast<uint32_t *>(v + offset + i))
+            .store(d, std::memory_order_relaxed);
+      }
+      return true;
+    }
     std::memcpy(v + offset, src, len);
     return true;
   }
