@@ -156,6 +156,18 @@ int KernelQueue::job_error(uint64_t seq, uint64_t *job, bool *unread) const {
   uint64_t handle = 0;
   {
     std::lock_guard lk(recent_mu_);
+    // The GPU reached `seq` before submit() recorded its job: the CS returned and the job ran
+    // (and may have failed) while the VMM's thread had yet to record its kernel fence, which it
+    // does next. The job is the one submission not recorded (the VMM's thread submits one at a
+    // time): a user fence past every recorded job says it ran to its end; otherwise its error
+    // cannot be asked yet, and the older job's answer is not its (a fault that failed it would
+    // pass for clean, or for a cancellation of a guilty context), so the look is made again.
+    // Point 0 is no job (a queue looked at before it submitted anything).
+    if (seq && (recent_.empty() || recent_.back().first < seq)) {
+      const uint64_t recorded = recent_.empty() ? 0 : recent_.back().second;
+      *unread = !user_fence_ || user_fence_->read() <= recorded;
+      return 0;
+    }
     for (auto it = recent_.rbegin(); it != recent_.rend(); ++it)
       if (it->first <= seq) {
         *job = it->first;

@@ -52,16 +52,18 @@ class QueueHealth final : public CompletionEngine::Watch, public ResetListener {
   // Checks of one context are at least HealthPacer::interval_ns() apart. A check of n queues with
   // new completions costs 2 ioctls when their newest jobs ran to their end (their user fences say
   // so: no job error to ask) and the device was not reset (the reset probe, the fault cache); a
-  // queue whose job did not write its user fence (it failed, or its fence was not recorded yet)
-  // adds a WAIT_CS; a queue also gets a context query when the probe says the device was reset
-  // since that queue's last one, when the kernel refused its work, or when its newest job's fence
-  // was not recorded yet; when a job failed, every queue gets one (n + 2 + the WAIT_CSs: the probe
-  // is asked then too, so a reset that came with the failure is heard of), and the
-  // failed queue's earlier recent jobs are asked for the first failure (one WAIT_CS each). A
-  // queue whose point is known only from its user fence adds a SYNCOBJ_QUERY: a check classifies
-  // only what the kernel signalled (the fault cache lags the user fence), and is postponed by an
-  // interval while it has not. After the probe reports a reset, each job a queue had submitted
-  // by then costs a WAIT_CS once it is done (the newest 32 at most); without a probe, every job.
+  // queue whose job did not write its user fence (it failed) adds a WAIT_CS, unless submit() has
+  // not recorded that job's fence yet (the GPU finished it while the CS ioctl returned): then the
+  // look classifies nothing and the queue is looked at again (KernelQueue::job_error()); a queue
+  // also gets a context query when the probe says the device was reset since that queue's last
+  // one, when the kernel refused its work, or when its newest job's fence was not recorded yet
+  // (it wrote its user fence); when a job failed, every queue gets one (n + 2 + the WAIT_CSs: the
+  // probe is asked then too, so a reset that came with the failure is heard of), and the failed
+  // queue's earlier recent jobs are asked for the first failure (one WAIT_CS each). A queue whose
+  // point is known only from its user fence adds a SYNCOBJ_QUERY: a check classifies only what the
+  // kernel signalled (the fault cache lags the user fence), and is postponed by an interval while
+  // it has not. After the probe reports a reset, each job a queue had submitted by then costs a
+  // WAIT_CS once it is done (the newest 32 at most); without a probe, every job.
   static constexpr int64_t kUserPollNs = 2'000'000;
   // User queues of every context of the process share one budget of looks: with more than
   // kUserPollNs / kUserPollShareNs of them, each is looked at every count x kUserPollShareNs, so

@@ -6,6 +6,8 @@
 // each queue is asked once, whichever check first looks at it.
 #include <catch2/catch.hpp>
 
+#include <cerrno>
+
 #include "../tools/common/amd_packets.h"
 #include "amdgpu/amdgpu_device.h"
 #include "amdgpu/render_node.h"
@@ -318,21 +320,58 @@ TEST_CASE("a check that trusted its completions has the probe asked once more, w
   }
 }
 
-TEST_CASE("a reached point whose job's fence is not recorded yet leaves the context to be asked",
-          "[health]") {
+TEST_CASE("a reached point whose job's fence is not recorded yet is looked at again", "[health]") {
   // The engine can see a point reached while the VMM's thread is still returning from the CS
-  // ioctl, before submit() recorded the job's fence: the error a check then reads is an older
-  // job's, so it cannot vouch for the context (a job that failed there would have made it
-  // guilty). Here point 2 has no recorded job: the check asks the older job's error (its user
-  // fence cannot answer for point 2) and the context; point 1 has one, which wrote its user
-  // fence, and needs neither.
+  // ioctl, before submit() recorded the job's fence. Its error cannot be read then, and an older
+  // job's says nothing of it: with the context asked instead, a job that failed there (a VM
+  // fault, in 1 of ~10 runs of test_events.cpp's VM fault case) made the queue lost with its
+  // context GUILTY but `error` -ECANCELED, not its job's. Here point 2 has no recorded job and
+  // the user fence shows only job 1: the look classifies nothing (the probe and the context are
+  // asked, the fault cache is left) and the queue is looked at again; once job 2 is recorded
+  // (it faulted), the next look classifies the queue from its own error.
+  test::ScopedKnob stop("RVGL_EMU_VM_FAULT_STOP", "2");
+  REQUIRE(stop.ok());
   Rig r;
   QueueHealth &health = r.health;
   int64_t t = monotonic_ns();
   auto q = checked_queue(r, 1, t);
   t += 1'000'000'000;
-  CHECK(ioctls_of(health, [&] { complete(health, 1, q, 2, t); }) == 4);
+  CHECK(ioctls_of(health, [&] { complete(health, 1, q, 2, t); }) == 2);
   CHECK_FALSE(q->status().lost);
+  const int64_t again = health.deadline_ns();
+  CHECK(again > t);
+  CHECK(again < t + QueueHealth::kQuietLookNs);  // the next interval, not the quiet look
+  uint64_t seq = 0;
+  REQUIRE(q->submit({&r.fault_ib, 1}, {}, 0, &seq) == 0);
+  REQUIRE(seq == 2);
+  test::wait_signalled(*q, 2);
+  ioctls_of(health, [&] { health.tick(again); });
+  const auto st = q->status();
+  CHECK(st.lost);
+  CHECK(st.flags == (RVGL_QUEUE_FLAG_GUILTY | RVGL_QUEUE_FLAG_VM_FAULT));
+  CHECK(st.error == -ETIME);
+  CHECK(r.events.dropped_unattached() == 2);  // VM_FAULT and the guilty QUEUE_RESET
+}
+
+TEST_CASE("a queue that never submitted is classified when a reset marks it", "[health]") {
+  // Point 0 has no job to wait for (unlike a point past every recorded job, above): an idle
+  // queue the probe's reset marks is read at once, and so are the others of its look.
+  Rig r;
+  QueueHealth &health = r.health;
+  int64_t t = monotonic_ns();
+  auto q = checked_queue(r, 1, t);  // files a quiet look
+  auto idle = r.queue();
+  health.add(2, idle);
+  reset_now(r);
+  t = health.deadline_ns();
+  CHECK(ioctls_of(health, [&] { health.tick(t); }) == 1);  // the probe hears of it: both marked
+  t += 1'000'000'000;
+  ioctls_of(health, [&] { health.tick(t); });
+  for (const auto &queue : {q, idle}) {
+    CHECK_FALSE(queue->status().lost);
+    CHECK(queue->status().flags == RVGL_QUEUE_FLAG_INNOCENT);
+  }
+  CHECK(r.events.dropped_unattached() == 2);
 }
 
 TEST_CASE("a check waiting for a kernel signal runs before another queue's completion joins it",
