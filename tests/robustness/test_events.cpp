@@ -1,5 +1,6 @@
 // Issue 7: faults, hangs and resets reach the guest as events; other queues and contexts go on.
 #include <catch2/catch.hpp>
+#include <poll.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -19,14 +20,21 @@ namespace {
 
 constexpr uint64_t kPage = 4096;
 
+const char *mode_name(bool async) {
+  return async ? "async" : "poll mode";
+}
+
 // A context with a mapped data buffer at va_start, an IB buffer above it and one queue per IP.
 struct Guest {
   ContextHarness h;
+  bool async;
   ContextHarness::HostBuffer data, ib;
   uint32_t compute = 0, sdma = 0;
   uint64_t va = 0;
   uint32_t ib_off = 0;
-  explicit Guest(uint32_t ctx_id, bool async = true) : h(test_config(), async, ctx_id) {
+  uint64_t next_fence = 1000;  // fence ids the helpers below use, above the test cases' own
+  explicit Guest(uint32_t ctx_id, bool async_fences = true)
+      : h(test_config(), async_fences, ctx_id), async(async_fences) {
     h.create_shmem();
     va = h.capset().va_start;
     data = h.mapped_bo(64 * kPage);
@@ -49,107 +57,21 @@ struct Guest {
              {}, &r);
     return r;
   }
-};
-
-}  // namespace
-
-TEST_CASE("a GPU VM fault reaches the guilty guest; an innocent one keeps working",
-          "[robust][events]") {
-  Guest bad(1), good(2);
-  const uint64_t hole = bad.va + (1ull << 30);  // mapped nowhere
-  REQUIRE(bad.write(hole + 0x40, 1) == 0);
-  std::vector<rvgl_event> ev;
-  REQUIRE(wait_for([&] {
-    auto more = read_events(bad.h);
-    ev.insert(ev.end(), more.begin(), more.end());
-    bool reset = false;
-    for (const auto &e : ev)
-      reset |= e.type == RVGL_EVENT_QUEUE_RESET;
-    return reset;
-  }));
-  bool fault = false, guilty = false;
-  for (const auto &e : ev) {
-    if (e.type == RVGL_EVENT_VM_FAULT) {
-      fault = true;
-      CHECK(e.queue == bad.compute);
-      CHECK((e.payload[0] & ~0xfffull) == ((hole + 0x40) & ~0xfffull));
-      CHECK((e.payload[1] & 0xffffffffu) != 0);  // status
-    }
-    if (e.type == RVGL_EVENT_QUEUE_RESET) guilty |= (e.payload[0] & RVGL_EVENT_RESET_GUILTY) != 0;
+  // Poll mode: hands on what woke the poll fd, as a VMM's loop does (docs/threads.md "Poll mode
+  // without a hop": the kernel wakes the VMM's thread in place of the engine, which hears of such
+  // a completion, a failed job's included, only through poll()).
+  void pump() {
+    if (async) return;
+    pollfd p{h.ctx().poll_fd(), POLLIN, 0};
+    if (::poll(&p, 1, 0) > 0) h.ctx().poll();
   }
-  CHECK(fault);
-  CHECK(guilty);
-  auto st = bad.h.queue_state(bad.compute);
-  CHECK(st.state == RVGL_QUEUE_STATE_LOST);
-  CHECK((st.flags & RVGL_QUEUE_FLAG_VM_FAULT) != 0);
-  CHECK(bad.write(bad.va, 2) == -ECANCELED);
-
-  // The innocent context, and the faulting context's other queue, still work.
-  REQUIRE(good.write(good.va, 0xabc) == 0);
-  REQUIRE(good.h.fence(1, 5) == 0);
-  REQUIRE(good.h.wait_fence(1, 5));
-  CHECK(good.data.ptr<uint32_t>()[0] == 0xabc);
-  CHECK(read_events(good.h).empty());
-  CHECK(good.h.queue_state(good.compute).state == RVGL_QUEUE_STATE_OK);
-}
-
-TEST_CASE("a hung queue is reported, then destroyed and recreated", "[robust][events]") {
-  ScopedKnob lockup("RVGL_EMU_LOCKUP_TIMEOUT_MS", "150", "10000");
-  ScopedKnob hang("RVGL_EMU_HANG_JOB", "2");
-  Guest g(3);
-  REQUIRE(g.write(g.va, 1) == 0);      // job 1 runs
-  REQUIRE(g.write(g.va + 4, 2) == 0);  // job 2 hangs
-  std::vector<rvgl_event> ev;
-  REQUIRE(wait_for([&] {
-    auto more = read_events(g.h);
-    ev.insert(ev.end(), more.begin(), more.end());
-    for (const auto &e : ev)
-      if (e.type == RVGL_EVENT_QUEUE_HANG) return true;
-    return false;
-  }));
-  for (const auto &e : ev)
-    if (e.type == RVGL_EVENT_QUEUE_HANG) {
-      CHECK(e.queue == g.compute);
-      CHECK(e.payload[0] == 2);
-    }
-  auto st = g.h.queue_state(g.compute);
-  CHECK(st.state == RVGL_QUEUE_STATE_LOST);
-  CHECK((st.flags & RVGL_QUEUE_FLAG_HANG) != 0);
-  CHECK(st.error == -ETIME);
-  REQUIRE(g.h.queue_destroy(g.compute) == 0);
-  int32_t r;
-  g.compute = g.h.queue_create(RVGL_IP_COMPUTE, 1, &r);
-  REQUIRE(r == 0);
-  REQUIRE(g.write(g.va + 8, 3) == 0);  // job 1 of the new queue
-  REQUIRE(g.h.fence(1, 9) == 0);
-  REQUIRE(g.h.wait_fence(1, 9));
-  CHECK(g.data.ptr<uint32_t>()[2] == 3);
-}
-
-TEST_CASE("a GPU reset with VRAM lost reaches innocent queues and the device", "[robust][events]") {
-  ScopedKnob vram("RVGL_EMU_RESET_VRAM_LOST", "1");
-  ScopedKnob reset("RVGL_EMU_RESET_JOB", "1");
-  Guest g(4);
-  REQUIRE(g.write(g.va, 1) == 0);
-  std::vector<rvgl_event> ev;
-  REQUIRE(wait_for([&] {
-    auto more = read_events(g.h);
-    ev.insert(ev.end(), more.begin(), more.end());
-    for (const auto &e : ev)
-      if (e.type == RVGL_EVENT_DEVICE_RESET) return true;
-    return false;
-  }));
-  bool innocent = false;
-  for (const auto &e : ev)
-    if (e.type == RVGL_EVENT_QUEUE_RESET) {
-      innocent |= (e.payload[0] & RVGL_EVENT_RESET_INNOCENT) != 0;
-      CHECK((e.payload[0] & RVGL_EVENT_RESET_VRAM_LOST) != 0);
-    }
-  CHECK(innocent);
-  CHECK(g.h.queue_state(g.compute).state == RVGL_QUEUE_STATE_LOST);
-}
-
-namespace {
+  // A fence on `ring` for all the work submitted there so far, delivered.
+  bool fenced(uint32_t ring) {
+    const uint64_t id = next_fence++;
+    return h.fence(ring, id) == 0 && h.wait_fence(ring, id);
+  }
+  const rvgl_shmem_header &header() const { return h.shmem_header(); }
+};
 
 struct EventCounts {
   uint32_t vm_fault = 0, reset_guilty = 0, reset_other = 0, hang = 0, other = 0;
@@ -184,6 +106,159 @@ bool until(const std::function<bool()> &cond) {
   }
   return true;
 }
+
+// The same, handing on the guest's poll-mode wakeups meanwhile.
+bool until(Guest &g, const std::function<bool()> &cond) {
+  return until([&] {
+    g.pump();
+    return cond();
+  });
+}
+
+// When the context's health owner next looks (QueueHealth::deadline_ns(), the engine's view of
+// it): 0 while nothing is scheduled — no deferred check, no reset follow-up, no quiet look. The
+// object is not const; only ComputeContext's accessor is.
+int64_t health_deadline(Guest &g) {
+  return const_cast<QueueHealth &>(g.h.ctx().health()).deadline_ns();
+}
+
+// Runs one job on compute queue `queue` (on `ring`) that writes `value` at `dst`, waits for its
+// fence, then until the health owner has looked at that work and has nothing left scheduled:
+// every record the context's work will ever give is in the ring then, and a completion after the
+// scenario's took nothing of it (a fault, a reset). The health owner's own state says when:
+// - a completion is marked for it before its fence can be delivered, with no check under way
+//   (completed() runs on the engine's thread, which runs every check; completed_later() holds
+//   the check lock), so the check that classifies the job starts after the mark and ends after
+//   `before` below, which is read before the job exists;
+// - a check files what follows it (a quiet look, a reset's follow-up looks, the queues a reset
+//   marks) before it is counted, and a look so filed keeps the deadline set while it runs;
+// - waiting first for nothing to be scheduled keeps a look the scenario left (a quiet look that
+//   ends after `before`) from passing for this job's check.
+// Costs up to two quiet looks (QueueHealth::kQuietLookNs, 50 ms each).
+void settle(Guest &g, uint32_t queue, uint32_t ring, uint64_t dst, uint32_t value) {
+  REQUIRE(until(g, [&] { return health_deadline(g) == 0; }));
+  const uint64_t before = g.h.ctx().health().checks();
+  REQUIRE(g.write(dst, value, queue) == 0);
+  REQUIRE(g.fenced(ring));
+  REQUIRE(
+      until(g, [&] { return g.h.ctx().health().checks() > before && health_deadline(g) == 0; }));
+}
+
+}  // namespace
+
+TEST_CASE(
+    "a GPU VM fault reaches the guilty guest; an innocent one keeps working, 10 times each mode",
+    "[robust][events]") {
+  for (const bool async : {true, false}) {
+    for (uint32_t run = 0; run < 10; ++run) {
+      INFO(mode_name(async) << ", run " << run);
+      Guest bad(20000 + 100 * async + run, async), good(20200 + 100 * async + run, async);
+      const uint64_t hole = bad.va + (1ull << 30);  // mapped nowhere
+      REQUIRE(bad.write(hole + 0x40, 1) == 0);
+      // Lost is published after its records: they are in the ring now.
+      REQUIRE(until(bad,
+                    [&] { return bad.h.queue_state(bad.compute).state == RVGL_QUEUE_STATE_LOST; }));
+      const auto st = bad.h.queue_state(bad.compute);
+      REQUIRE(st.flags == (RVGL_QUEUE_FLAG_GUILTY | RVGL_QUEUE_FLAG_VM_FAULT));
+      REQUIRE(st.error == -ETIME);
+      REQUIRE(bad.write(bad.va, 2) == -ECANCELED);
+      // A queue that completes work after the fault takes nothing of it; then nothing more comes.
+      int32_t r;
+      const uint32_t next = bad.h.queue_create(RVGL_IP_COMPUTE, 3, &r);
+      REQUIRE(r == 0);
+      settle(bad, next, 3, bad.va + 8, 3);
+      REQUIRE(bad.data.ptr<uint32_t>()[2] == 3);
+      REQUIRE(bad.header().event_overflow == 0);
+      REQUIRE(bad.header().event_wptr == 2);
+      const auto ev = read_events(bad.h);
+      REQUIRE(ev.size() == 2);
+      REQUIRE(ev[0].seq == 1);
+      REQUIRE(ev[0].type == RVGL_EVENT_VM_FAULT);
+      REQUIRE(ev[0].queue == bad.compute);
+      REQUIRE((ev[0].payload[0] & ~0xfffull) == ((hole + 0x40) & ~0xfffull));
+      REQUIRE((ev[0].payload[1] & 0xffffffffu) != 0);  // status
+      REQUIRE(ev[1].seq == 2);
+      REQUIRE(ev[1].type == RVGL_EVENT_QUEUE_RESET);
+      REQUIRE(ev[1].queue == bad.compute);
+      REQUIRE(ev[1].payload[0] == RVGL_EVENT_RESET_GUILTY);
+      // Nothing for the context's idle SDMA queue, nor for the one that worked after.
+      for (const uint32_t q : {bad.sdma, next}) {
+        const auto other = bad.h.queue_state(q);
+        REQUIRE(other.state == RVGL_QUEUE_STATE_OK);
+        REQUIRE(other.flags == 0);
+      }
+
+      // The innocent context works and hears nothing.
+      settle(good, good.compute, 1, good.va, 0xabc);
+      REQUIRE(good.data.ptr<uint32_t>()[0] == 0xabc);
+      REQUIRE(good.header().event_wptr == 0);
+      REQUIRE(read_events(good.h).empty());
+      const auto gs = good.h.queue_state(good.compute);
+      REQUIRE(gs.state == RVGL_QUEUE_STATE_OK);
+      REQUIRE(gs.flags == 0);
+    }
+  }
+}
+
+TEST_CASE("a GPU reset with VRAM lost reaches innocent queues and the device, 10 times each mode",
+          "[robust][events]") {
+  for (const bool async : {true, false}) {
+    for (uint32_t run = 0; run < 10; ++run) {
+      INFO(mode_name(async) << ", run " << run);
+      ScopedKnob vram("RVGL_EMU_RESET_VRAM_LOST", "1");
+      ScopedKnob reset("RVGL_EMU_RESET_JOB", "1");  // every kernel context's 1st job
+      REQUIRE(vram.ok());
+      REQUIRE(reset.ok());
+      Guest g(22000 + 100 * async + run, async);
+      REQUIRE(g.write(g.va, 1) == 0);  // lost to a GPU reset another engine's hang caused
+      REQUIRE(g.fenced(1));
+      // Both queues lost, the idle SDMA queue too (its context predates the VRAM loss); each is
+      // published after its records, and DEVICE_RESET is posted before the first of them.
+      REQUIRE(until(g, [&] {
+        return g.h.queue_state(g.compute).state == RVGL_QUEUE_STATE_LOST &&
+               g.h.queue_state(g.sdma).state == RVGL_QUEUE_STATE_LOST;
+      }));
+      for (const uint32_t q : {g.compute, g.sdma}) {
+        const auto st = g.h.queue_state(q);
+        REQUIRE(st.flags == (RVGL_QUEUE_FLAG_INNOCENT | RVGL_QUEUE_FLAG_VRAM_LOST));
+        REQUIRE(st.error == -ECANCELED);
+      }
+      // Nothing more, also after work of a queue created since (its context has VRAM).
+      REQUIRE(rvgl_emu_set_knob("RVGL_EMU_RESET_JOB", "0") == 0);
+      int32_t r;
+      const uint32_t next = g.h.queue_create(RVGL_IP_COMPUTE, 3, &r);
+      REQUIRE(r == 0);
+      settle(g, next, 3, g.va + 4, 2);
+      REQUIRE(g.data.ptr<uint32_t>()[1] == 2);
+      const auto st = g.h.queue_state(next);
+      REQUIRE(st.state == RVGL_QUEUE_STATE_OK);
+      REQUIRE(st.flags == 0);
+      REQUIRE(g.header().event_overflow == 0);
+      REQUIRE(g.header().event_wptr == 3);
+      const auto ev = read_events(g.h);
+      REQUIRE(ev.size() == 3);
+      uint32_t device = 0, compute = 0, sdma = 0;
+      for (const auto &e : ev) {
+        if (e.type == RVGL_EVENT_DEVICE_RESET) {
+          ++device;
+          REQUIRE(e.queue == RVGL_EVENT_QUEUE_NONE);
+          REQUIRE(e.payload[0] == RVGL_EVENT_RESET_VRAM_LOST);
+          REQUIRE(e.payload[1] == 0);
+          continue;
+        }
+        REQUIRE(e.type == RVGL_EVENT_QUEUE_RESET);
+        REQUIRE(e.payload[0] == (RVGL_EVENT_RESET_INNOCENT | RVGL_EVENT_RESET_VRAM_LOST));
+        REQUIRE((e.queue == g.compute || e.queue == g.sdma));
+        ++(e.queue == g.compute ? compute : sdma);
+      }
+      REQUIRE(device == 1);
+      REQUIRE(compute == 1);
+      REQUIRE(sdma == 1);
+    }
+  }
+}
+
+namespace {
 
 constexpr uint32_t kFaultingQueues = 80;  // two records each (fault, reset): 160 > 128 entries
 constexpr int kRuns = 200;
@@ -400,7 +475,7 @@ void one_hang_of_its_queue(const char *knob, uint32_t ctx_base, int error,
         const EventCounts c = count(ev);
         return c.hang == 1 && c.reset_other == 2;
       };
-      REQUIRE(until(want));
+      REQUIRE(until(g, want));
       // Nothing more comes, also after more work.
       REQUIRE(rvgl_emu_set_knob(knob, "0") == 0);
       REQUIRE(g.write(g.va + 20, 6, other) == 0);
@@ -440,7 +515,7 @@ void one_hang_of_its_queue(const char *knob, uint32_t ctx_base, int error,
 // `innocent`, nothing else; the queue is lost, GUILTY|HANG, -ETIME.
 void one_guilty_hang(Guest &g, std::initializer_list<uint32_t> innocent) {
   std::vector<rvgl_event> ev;
-  REQUIRE(until([&] {
+  REQUIRE(until(g, [&] {
     auto more = read_events(g.h);
     ev.insert(ev.end(), more.begin(), more.end());
     const EventCounts c = count(ev);
@@ -498,6 +573,43 @@ TEST_CASE("a hang only its queue's reset ended is one hang of its queue, 20 time
   // cancelled, later jobs run; the device's reset counter moves and nobody is guilty. So the
   // queue's newest job may have succeeded while an earlier one hung.
   one_hang_of_its_queue("RVGL_EMU_RING_RESET_JOB", 9000, -ETIME, 0);
+}
+
+TEST_CASE("a hung queue is reported, then destroyed and recreated, 10 times each mode",
+          "[robust][events]") {
+  // The job timeout resets the GPU and blames the hung job's context (RVGL_EMU_HANG_JOB,
+  // amdgpu_device_gpu_recover()): one QUEUE_HANG naming job 2 and one guilty QUEUE_RESET of its
+  // queue; the device's reset counter moved, so the context's idle SDMA queue hears of it as an
+  // innocent reset (docs/robustness.md, promise 4).
+  ScopedKnob lockup("RVGL_EMU_LOCKUP_TIMEOUT_MS", "30", "10000");
+  for (const bool async : {true, false}) {
+    for (uint32_t run = 0; run < 10; ++run) {
+      INFO(mode_name(async) << ", run " << run);
+      ScopedKnob hang("RVGL_EMU_HANG_JOB", "2", "0");  // every kernel context's 2nd job
+      REQUIRE(hang.ok());
+      Guest g(21000 + 100 * async + run, async);
+      REQUIRE(g.write(g.va, 1) == 0);      // job 1 runs
+      REQUIRE(g.write(g.va + 4, 2) == 0);  // job 2 hangs
+      REQUIRE(g.fenced(1));
+      one_guilty_hang(g, {g.sdma});
+      REQUIRE(g.data.ptr<uint32_t>()[0] == 1);
+      REQUIRE(g.data.ptr<uint32_t>()[1] == 0);
+      const uint32_t hung = g.compute;
+      REQUIRE(g.h.queue_destroy(hung) == 0);
+      int32_t r;
+      g.compute = g.h.queue_create(RVGL_IP_COMPUTE, 1, &r);
+      REQUIRE(r == 0);
+      // Job 1 of the new queue runs; nothing more comes, for it or for the others.
+      settle(g, g.compute, 1, g.va + 8, 3);
+      REQUIRE(g.data.ptr<uint32_t>()[2] == 3);
+      const auto st = g.h.queue_state(g.compute);
+      REQUIRE(st.state == RVGL_QUEUE_STATE_OK);
+      REQUIRE(st.flags == 0);
+      REQUIRE(read_events(g.h).empty());
+      REQUIRE(g.header().event_wptr == 3);
+      REQUIRE(g.header().event_overflow == 0);
+    }
+  }
 }
 
 TEST_CASE("a hang followed by more work is one hang, named by its first failed job",
