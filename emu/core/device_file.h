@@ -2,6 +2,7 @@
 // Its own GPU VM and handle namespaces; two opens of the same node share nothing.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -15,6 +16,7 @@
 #include "memory/buffer_object.h"
 #include "memory/gpu_vm.h"
 #include "sync/syncobj.h"
+#include "sync/wait_queue.h"
 #include "util/unique_fd.h"
 
 namespace rvgl::emu {
@@ -47,6 +49,13 @@ class DeviceFile final : public OpenFile {
   // never the state lock a CS holds throughout. The same lock guards every context's fence ring
   // (the kernel's ctx->ring_lock, held as briefly).
   SharedHandleTable<Context> contexts;
+  // amdgpu_ctx_mgr.lock held for long: amdgpu_ctx_free() keeps it while the freed context's
+  // entities drain (drm_sched_entity_flush), so every lookup that takes it (CTX, amdgpu_ctx_get()
+  // in CS, WAIT_CS, WAIT_FENCES, FENCE_TO_HANDLE) waits meanwhile (ctx_mgr_lock()). Set under
+  // contexts.mutex(), cleared and waited for under the domain lock (ctx_mgr_released); a flag, not
+  // a mutex, so a fork never waits for a drain and the child starts with it clear.
+  std::atomic<bool> ctx_mgr_held{false};
+  WaitQueue ctx_mgr_released;
   SharedHandleTable<Syncobj> syncobjs;  // its own lock: SYNCOBJ_EVENTFD needs no state lock
   HandleTable<BoList> bo_lists;
   HandleTable<std::shared_ptr<UserQueue>> userqs;

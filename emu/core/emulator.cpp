@@ -147,8 +147,10 @@ void Emulator::fork_child() {
   std::lock_guard lk(e->mu_);
   e->fds_.for_each([&](int, const std::shared_ptr<OpenFile> &f) {
     if (f->kind() != OpenFile::Kind::Device) return;
-    static_cast<DeviceFile *>(f.get())->userqs.for_each(
+    auto *df = static_cast<DeviceFile *>(f.get());
+    df->userqs.for_each(
         [](uint32_t, const std::shared_ptr<UserQueue> &q) { q->forget_after_fork(); });
+    df->ctx_mgr_held.store(false);  // a FREE_CTX that drained in the parent does not exist here
   });
   for (auto &d : e->devices_)
     d->forget_after_fork();

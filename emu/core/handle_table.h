@@ -93,6 +93,8 @@ class SharedHandleTable {
     const auto *v = table_.find(id);
     return v ? *v : nullptr;
   }
+  uint32_t insert_locked(std::shared_ptr<T> value) { return table_.insert(std::move(value)); }
+  bool erase_locked(uint32_t id, std::shared_ptr<T> *out) { return table_.erase(id, out); }
   std::mutex &mutex() const { return mu_; }
 
  private:

@@ -1,8 +1,10 @@
 #include "exec/context.h"
 
+#include <algorithm>
 #include <cerrno>
 
 #include "core/counters.h"
+#include "exec/ring_worker.h"
 
 namespace rvgl::emu {
 
@@ -48,6 +50,28 @@ int Context::get_fence(const EntityKey &key, uint64_t seq, std::shared_ptr<Fence
     if (i < fences.size()) out = fences[i].second;
   }
   return 0;
+}
+
+void Context::flush_entities() {
+  // No reference is left, so no CS can reach the context to add an entity: read without the lock.
+  std::vector<RingWorker *> workers;
+  for (const auto &[key, e] : entities_)
+    if (e.worker && std::find(workers.begin(), workers.end(), e.worker) == workers.end())
+      workers.push_back(e.worker);
+  if (workers.empty()) return;
+  // drm_sched_entity_flush(), for a process that is not exiting:
+  // wait_event_killable(sched->job_scheduled, drm_sched_entity_is_idle(entity)), no timeout.
+  std::unique_lock lk(FenceDomain::mutex());
+  FenceDomain::wait_until(
+      lk, never(),
+      [&] {
+        return std::all_of(workers.begin(), workers.end(),
+                           [&](RingWorker *w) { return w->entity_idle_locked(*this); });
+      },
+      [&](Waiter &w) {
+        for (RingWorker *r : workers)
+          r->subscribe_entity_locked(w, *this);
+      });
 }
 
 }  // namespace rvgl::emu

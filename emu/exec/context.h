@@ -8,10 +8,13 @@
 #include <deque>
 #include <map>
 #include <memory>
+#include <vector>
 
 #include "sync/fence.h"
 
 namespace rvgl::emu {
+
+class RingWorker;
 
 struct EntityKey {
   uint32_t ip = 0, instance = 0, ring = 0;
@@ -48,16 +51,62 @@ class Context {
   // amdgpu_ctx_get_fence(): -EINVAL for a sequence not yet emitted, 0 with out == nullptr for one
   // old enough to be known signaled.
   int get_fence(const EntityKey &key, uint64_t seq, std::shared_ptr<Fence> &out);
+  // The ring the entity's jobs go to (its drm_gpu_scheduler), set by its first CS.
+  void set_worker(const EntityKey &key, RingWorker *worker) { entities_[key].worker = worker; }
+
+  // amdgpu_ctx.refcount (a kref): the file's handle holds one, and so does each ioctl in progress
+  // that looked the context up (amdgpu_ctx_get(), e.g. a CS until its end). Whoever drops the last
+  // one releases the context (ContextRef::reset()).
+  std::atomic<uint32_t> refs{1};
+  // amdgpu_ctx_do_release() -> drm_sched_entity_destroy() -> drm_sched_entity_flush() for every
+  // entity: waits, without a timeout, until each has handed all its queued jobs to its ring
+  // (RingWorker::entity_idle_locked). Only after the last reference went (no CS can add a job),
+  // with no lock held.
+  void flush_entities();
 
  private:
   struct Entity {
     uint64_t fence_context = Fence::new_context();
     uint64_t next_seq = 1;
     std::deque<std::pair<uint64_t, std::shared_ptr<Fence>>> fences;
+    RingWorker *worker = nullptr;  // the device's, which outlives every open file
   };
   int32_t priority_;
   uint32_t reset_counter_, vram_lost_counter_;
   std::map<EntityKey, Entity> entities_;
+};
+
+// One reference of Context::refs (amdgpu_ctx_get() ... amdgpu_ctx_put()): the last one to go
+// releases the context, which may wait (Context::flush_entities), so it must go with no lock held.
+class ContextRef {
+ public:
+  ContextRef() = default;
+  // Adopts a reference already counted in ctx->refs.
+  explicit ContextRef(std::shared_ptr<Context> ctx) : ctx_(std::move(ctx)) {}
+  ContextRef(ContextRef &&o) noexcept = default;
+  ContextRef &operator=(ContextRef &&o) noexcept {
+    if (this != &o) {
+      reset();
+      ctx_ = std::move(o.ctx_);
+    }
+    return *this;
+  }
+  ContextRef(const ContextRef &) = delete;
+  ContextRef &operator=(const ContextRef &) = delete;
+  ~ContextRef() { reset(); }
+
+  // amdgpu_ctx_put(): kref_put(&ctx->refcount, amdgpu_ctx_do_release).
+  void reset() {
+    if (ctx_ && ctx_->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) ctx_->flush_entities();
+    ctx_.reset();
+  }
+  explicit operator bool() const { return ctx_ != nullptr; }
+  Context *operator->() const { return ctx_.get(); }
+  Context &operator*() const { return *ctx_; }
+  const std::shared_ptr<Context> &shared() const { return ctx_; }
+
+ private:
+  std::shared_ptr<Context> ctx_;
 };
 
 }  // namespace rvgl::emu

@@ -49,6 +49,7 @@ void RingWorker::cancel_queued() {
   {
     std::lock_guard lk(FenceDomain::mutex());
     dropped.swap(queue_);
+    scheduled_.wake_all_locked();
   }
   for (auto &j : dropped)
     finish(*j, -ECANCELED);
@@ -91,6 +92,30 @@ void RingWorker::subscribe_blockers_locked(Waiter &w) {
   }
 }
 
+bool RingWorker::entity_idle_locked(const Context &ctx) {
+  const Job *first = nullptr;
+  size_t queued = 0;
+  for (const auto &j : queue_) {
+    if (j->ctx.get() != &ctx) continue;
+    if (!first) first = j.get();
+    if (++queued > 1) return false;
+  }
+  return queued == 0 || (busy_ && find_ready_locked() == first);
+}
+
+void RingWorker::subscribe_entity_locked(Waiter &w, const Context &ctx) {
+  w.subscribe_locked(scheduled_, nullptr);  // the worker outlives every open file
+  for (const auto &j : queue_) {
+    if (j->ctx.get() != &ctx) continue;
+    for (const auto &d : j->deps) {
+      if (d.fence) Fence::subscribe_locked(w, d.fence);
+      if (d.syncobj && !d.syncobj->signaled_locked(d.point))
+        Syncobj::subscribe_locked(w, d.syncobj, d.point);
+    }
+    return;  // only the oldest can be next
+  }
+}
+
 void RingWorker::loop() {
   pthread_setname_np(pthread_self(), "emu-ring");
   std::unique_lock lk(FenceDomain::mutex());
@@ -108,10 +133,13 @@ void RingWorker::loop() {
     auto it = std::find_if(queue_.begin(), queue_.end(), [&](auto &j) { return j.get() == pick; });
     std::unique_ptr<Job> job = std::move(*it);
     queue_.erase(it);
+    busy_ = true;
+    scheduled_.wake_all_locked();  // drm_sched_run_job_work(): wake_up(&sched->job_scheduled)
     lk.unlock();
     run(*job);
     job.reset();
     lk.lock();
+    busy_ = false;
   }
 }
 
@@ -124,6 +152,7 @@ std::unique_ptr<Job> RingWorker::take_next_on_ring(const Context &ctx) {
   auto it = std::find_if(queue_.begin(), queue_.end(), [&](auto &j) { return j.get() == next; });
   std::unique_ptr<Job> taken = std::move(*it);
   queue_.erase(it);
+  scheduled_.wake_all_locked();
   return taken;
 }
 

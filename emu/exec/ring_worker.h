@@ -38,6 +38,16 @@ class RingWorker {
   // In a forked child: the thread is gone; queued jobs are cancelled.
   void forget_after_fork();
 
+  // drm_sched_entity_is_idle() for `ctx`'s entity on this ring (FenceDomain lock held): every job
+  // of it has left the entity for the hardware ring. The scheduler pushes a job to the ring once
+  // its dependencies have signaled and the ring has room: amdgpu_sched_hw_submission's default of 2
+  // jobs per ring, the running one and the scheduler's next pick (find_ready_locked). So the entity
+  // is idle with no job of ctx queued, or with one that is that next pick while a job runs.
+  bool entity_idle_locked(const Context &ctx);
+  // Registers `w` on what can make entity_idle_locked(ctx) true: a job leaving the queue for the
+  // ring (the scheduler's job_scheduled wait queue) and the dependencies of ctx's oldest job.
+  void subscribe_entity_locked(Waiter &w, const Context &ctx);
+
  private:
   void loop();
   Job *find_ready_locked();
@@ -61,6 +71,9 @@ class RingWorker {
   // kept so a pick allocates nothing.
   std::vector<const Context *> seen_;
   WaitQueue wake_;  // a job queued, or stop
+  // drm_gpu_scheduler.job_scheduled: woken when a job leaves queue_ for the ring (domain lock).
+  WaitQueue scheduled_;
+  bool busy_ = false;  // a job taken off queue_ runs (domain lock)
   std::atomic<bool> stop_{false};
   WorkerThread thread_;
 };

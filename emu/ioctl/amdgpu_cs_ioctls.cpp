@@ -153,9 +153,12 @@ int amdgpu_ioctl_cs(DeviceFile &f, void *data) {
   auto *a = static_cast<drm_amdgpu_cs *>(data);
   const auto in = a->in;
   Device &d = f.device;
-  std::lock_guard lk(Emulator::get().mutex());
-  std::shared_ptr<Context> ctx = f.contexts.get(in.ctx_id);
+  // amdgpu_cs_parser_init(): amdgpu_ctx_get(), before the state lock (it waits while a FREE_CTX
+  // drains). The reference goes after the lock at the end (destruction order): if the context was
+  // freed meanwhile, this CS releases it, and waits for its entities as FREE_CTX would have.
+  ContextRef ctx = ctx_get(f, in.ctx_id);
   if (!ctx) return -EINVAL;
+  std::lock_guard lk(Emulator::get().mutex());
   // amdgpu_cs_parser_init(): a guilty context, or one from before a VRAM loss, submits nothing.
   if (ctx->guilty.load()) return -ECANCELED;
   if (ctx->vram_lost_counter_at_create() != d.resets().vram_lost.load()) return -ECANCELED;
@@ -197,9 +200,10 @@ int amdgpu_ioctl_cs(DeviceFile &f, void *data) {
     }
   }
 
+  RingWorker &worker = d.ring(p.entity.ip, p.entity.ring);
   auto job = std::make_unique<Job>();
   job->vm = f.vm;
-  job->ctx = ctx;
+  job->ctx = ctx.shared();
   job->ip = p.entity.ip;
   job->ring = p.entity.ring;
   job->ibs = std::move(p.ibs);
@@ -208,6 +212,7 @@ int amdgpu_ioctl_cs(DeviceFile &f, void *data) {
     std::lock_guard clk(f.contexts.mutex());
     job->fence = ctx->new_job_fence(p.entity);
     job->seq = ctx->add_fence(p.entity, job->fence);
+    ctx->set_worker(p.entity, &worker);
   }
   job->ordinal = ++ctx->jobs_submitted;
   job->user_fence_bo = std::move(p.user_fence_bo);
@@ -236,7 +241,7 @@ int amdgpu_ioctl_cs(DeviceFile &f, void *data) {
   const uint64_t seq = job->seq;
   ++f.jobs_submitted;
   counters().jobs_submitted.fetch_add(1, std::memory_order_relaxed);
-  d.ring(job->ip, job->ring).submit(std::move(job));
+  worker.submit(std::move(job));
   std::memset(a, 0, sizeof(*a));
   a->out.handle = seq;
   return 0;

@@ -9,6 +9,7 @@
 #include "amdgpu/uapi/amdgpu_drm_ext.h"
 #include "core/device.h"
 #include "ioctl/handlers.h"
+#include "sync/wait_queue.h"
 
 namespace rvgl::emu {
 
@@ -57,12 +58,42 @@ int validate_entity(const Device &d, uint32_t ip, uint32_t instance, uint32_t ri
   return 0;
 }
 
+std::unique_lock<std::mutex> ctx_mgr_lock(DeviceFile &f) {
+  for (;;) {
+    std::unique_lock lk(f.contexts.mutex());
+    if (!f.ctx_mgr_held.load()) return lk;
+    lk.unlock();
+    std::unique_lock dlk(FenceDomain::mutex());
+    FenceDomain::wait_until(
+        dlk, never(), [&] { return !f.ctx_mgr_held.load(); },
+        [&](Waiter &w) { w.subscribe_locked(f.ctx_mgr_released, nullptr); });  // f outlives us
+  }
+}
+
+namespace {
+// idr_find() under mgr->lock, for the CTX ops that use the context under that lock and take no
+// reference.
+std::shared_ptr<Context> ctx_find(DeviceFile &f, uint32_t ctx_id) {
+  auto lk = ctx_mgr_lock(f);
+  return f.contexts.get_locked(ctx_id);
+}
+}  // namespace
+
+ContextRef ctx_get(DeviceFile &f, uint32_t ctx_id) {
+  auto lk = ctx_mgr_lock(f);
+  std::shared_ptr<Context> ctx = f.contexts.get_locked(ctx_id);
+  if (!ctx) return {};
+  ctx->refs.fetch_add(1, std::memory_order_relaxed);  // kref_get()
+  return ContextRef(std::move(ctx));
+}
+
 int amdgpu_ioctl_ctx(DeviceFile &f, void *data) {
   auto *a = static_cast<drm_amdgpu_ctx *>(data);
   const auto in = a->in;
   Device &d = f.device;
   // No state lock: the kernel takes only the file's ctx_mgr lock here (amdgpu_ctx_ioctl), which
-  // the context table's own lock stands for, so a query never waits for a CS in progress.
+  // the context table's own lock stands for, so a query never waits for a CS in progress; but
+  // each op waits for a FREE_CTX that holds it (ctx_mgr_lock()).
   switch (in.op) {
     case AMDGPU_CTX_OP_ALLOC_CTX: {
       if (!priority_valid(in.priority)) return -EINVAL;
@@ -73,16 +104,32 @@ int amdgpu_ioctl_ctx(DeviceFile &f, void *data) {
                                            d.resets().vram_lost.load());
       ctx->reset_counter_query.store(ctx->reset_counter_at_create());
       std::memset(a, 0, sizeof(*a));
-      a->out.alloc.ctx_id = f.contexts.insert(std::move(ctx));
+      auto lk = ctx_mgr_lock(f);
+      a->out.alloc.ctx_id = f.contexts.insert_locked(std::move(ctx));
       return 0;
     }
     case AMDGPU_CTX_OP_FREE_CTX: {
+      // amdgpu_ctx_free(): under mgr->lock, idr_remove() and kref_put(amdgpu_ctx_do_release). The
+      // release (the last reference: no CS or WAIT_CS of the context in progress, else that
+      // ioctl's end releases it) waits for every entity to hand its queued jobs to the ring
+      // (drm_sched_entity_destroy -> drm_sched_entity_flush, no timeout), mgr->lock still held.
       std::shared_ptr<Context> gone;
-      return f.contexts.erase(in.ctx_id, &gone) ? 0 : -EINVAL;
+      {
+        auto lk = ctx_mgr_lock(f);
+        if (!f.contexts.erase_locked(in.ctx_id, &gone)) return -EINVAL;
+        if (gone->refs.fetch_sub(1, std::memory_order_acq_rel) != 1) return 0;
+        f.ctx_mgr_held.store(true);
+      }
+      gone->flush_entities();
+      std::lock_guard dlk(FenceDomain::mutex());
+      f.ctx_mgr_held.store(false);
+      f.ctx_mgr_released.wake_all_locked();
+      return 0;
     }
     case AMDGPU_CTX_OP_QUERY_STATE:
     case AMDGPU_CTX_OP_QUERY_STATE2: {
-      const std::shared_ptr<Context> pc = f.contexts.get(in.ctx_id);
+      // amdgpu_ctx_query()/amdgpu_ctx_query2(): idr_find() under mgr->lock.
+      const std::shared_ptr<Context> pc = ctx_find(f, in.ctx_id);
       if (!pc) return -EINVAL;
       Context &c = *pc;
       const uint32_t resets = d.resets().gpu_resets.load();
@@ -106,7 +153,7 @@ int amdgpu_ioctl_ctx(DeviceFile &f, void *data) {
     }
     case AMDGPU_CTX_OP_GET_STABLE_PSTATE:
     case AMDGPU_CTX_OP_SET_STABLE_PSTATE: {
-      const std::shared_ptr<Context> pc = f.contexts.get(in.ctx_id);
+      const std::shared_ptr<Context> pc = ctx_find(f, in.ctx_id);  // amdgpu_ctx_stable_pstate()
       if (!pc) return -EINVAL;
       if (in.op == AMDGPU_CTX_OP_SET_STABLE_PSTATE) {
         if (in.flags & ~AMDGPU_CTX_STABLE_PSTATE_FLAGS_MASK) return -EINVAL;

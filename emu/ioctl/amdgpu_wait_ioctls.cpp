@@ -24,12 +24,28 @@ int lookup_job_fence(DeviceFile &f, uint32_t ctx_id, uint32_t ip, uint32_t insta
   return ctx->get_fence({ip, instance, ring}, seq, out);
 }
 
+int get_job_fence(DeviceFile &f, uint32_t ctx_id, uint32_t ip, uint32_t instance, uint32_t ring,
+                  uint64_t seq, std::shared_ptr<Fence> &out) {
+  ContextRef ctx = ctx_get(f, ctx_id);
+  if (!ctx) return -EINVAL;
+  if (int r = validate_entity(f.device, ip, instance, ring)) return r;
+  std::lock_guard lk(f.contexts.mutex());  // the context's ring_lock
+  return ctx->get_fence({ip, instance, ring}, seq, out);
+}
+
 int amdgpu_ioctl_wait_cs(DeviceFile &f, void *data) {
   auto *a = static_cast<drm_amdgpu_wait_cs *>(data);
   const auto in = a->in;
+  // amdgpu_cs_wait_ioctl(): the context reference is held across the wait (amdgpu_ctx_put() after
+  // it), so a FREE_CTX meanwhile leaves the release, and its drain, to this ioctl's end.
+  ContextRef ctx = ctx_get(f, in.ctx_id);
+  if (!ctx) return -EINVAL;
+  if (int r = validate_entity(f.device, in.ip_type, in.ip_instance, in.ring)) return r;
   std::shared_ptr<Fence> fence;
-  if (int r = lookup_job_fence(f, in.ctx_id, in.ip_type, in.ip_instance, in.ring, in.handle, fence))
-    return r;
+  {
+    std::lock_guard lk(f.contexts.mutex());
+    if (int r = ctx->get_fence({in.ip_type, in.ip_instance, in.ring}, in.handle, fence)) return r;
+  }
   bool signaled = true;
   if (fence) {
     signaled = fence->wait(deadline_from_amdgpu_timeout(in.timeout));
@@ -49,8 +65,8 @@ int amdgpu_ioctl_wait_fences(DeviceFile &f, void *data) {
     return -EFAULT;
   std::vector<std::shared_ptr<Fence>> fences(user.size());
   for (size_t i = 0; i < user.size(); ++i)
-    if (int r = lookup_job_fence(f, user[i].ctx_id, user[i].ip_type, user[i].ip_instance,
-                                 user[i].ring, user[i].seq_no, fences[i]))
+    if (int r = get_job_fence(f, user[i].ctx_id, user[i].ip_type, user[i].ip_instance, user[i].ring,
+                              user[i].seq_no, fences[i]))
       return r;
   const Deadline deadline = deadline_from_amdgpu_timeout(in.timeout_ns);
   uint32_t first = 0;
@@ -92,11 +108,11 @@ int amdgpu_ioctl_wait_fences(DeviceFile &f, void *data) {
 int amdgpu_ioctl_fence_to_handle(DeviceFile &f, void *data) {
   auto *a = static_cast<drm_amdgpu_fence_to_handle *>(data);
   const auto in = a->in;
-  std::lock_guard lk(Emulator::get().mutex());  // the fd helpers below want it
   std::shared_ptr<Fence> fence;
-  if (int r = lookup_job_fence(f, in.fence.ctx_id, in.fence.ip_type, in.fence.ip_instance,
-                               in.fence.ring, in.fence.seq_no, fence))
+  if (int r = get_job_fence(f, in.fence.ctx_id, in.fence.ip_type, in.fence.ip_instance,
+                            in.fence.ring, in.fence.seq_no, fence))
     return r;
+  std::lock_guard lk(Emulator::get().mutex());  // the fd helpers below want it
   if (!fence) fence = Fence::signaled();
   std::memset(a, 0, sizeof(*a));
   switch (in.what) {

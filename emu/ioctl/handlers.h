@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <vector>
 
 #include "core/device_file.h"
@@ -75,9 +76,20 @@ int read_bo_list(DeviceFile &f, uint64_t ptr, uint32_t count, uint32_t stride,
 uint32_t ctx_ring_count(const Device &d, uint32_t ip);
 // amdgpu_ctx_get_entity(): -EINVAL unless the IP, instance and ring exist on the device.
 int validate_entity(const Device &d, uint32_t ip, uint32_t instance, uint32_t ring);
-// amdgpu_ctx_get() + amdgpu_ctx_get_fence(): the fence of (context, ring, seq), null when known
-// signaled; -EINVAL for an unknown context or entity or a sequence not yet emitted. Takes the
-// file's context lock only, as the kernel takes its ctx_mgr lock and the context's ring_lock.
+// mutex_lock(&mgr->lock): the file's context table lock, once no FREE_CTX holds the manager's
+// lock for its drain (DeviceFile::ctx_mgr_held). May wait: never with the state lock held.
+std::unique_lock<std::mutex> ctx_mgr_lock(DeviceFile &f);
+// amdgpu_ctx_get(): the context with a reference (ContextRef), empty for an unknown id. Waits as
+// ctx_mgr_lock() does; dropping the reference may release the context, which waits too (no lock
+// held then either).
+ContextRef ctx_get(DeviceFile &f, uint32_t ctx_id);
+// amdgpu_cs_get_fence(): amdgpu_ctx_get() + amdgpu_ctx_get_fence() + amdgpu_ctx_put(): the fence
+// of (context, ring, seq), null when known signaled; -EINVAL for an unknown context or entity or a
+// sequence not yet emitted. Waits as ctx_get() does: never with the state lock held.
+int get_job_fence(DeviceFile &f, uint32_t ctx_id, uint32_t ip, uint32_t instance, uint32_t ring,
+                  uint64_t seq, std::shared_ptr<Fence> &out);
+// The same lookup for a CS's dependency chunk, which runs with the state lock held: it takes the
+// file's context lock only, neither waits for a FREE_CTX in progress nor takes a reference.
 int lookup_job_fence(DeviceFile &f, uint32_t ctx_id, uint32_t ip, uint32_t instance, uint32_t ring,
                      uint64_t seq, std::shared_ptr<Fence> &out);
 // Whether f is its primary node's DRM master (drm_gem_names.cpp; state lock held).

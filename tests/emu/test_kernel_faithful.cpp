@@ -4,7 +4,10 @@
 #include <sys/syscall.h>
 #include <xf86drm.h>
 
+#include <atomic>
 #include <bitset>
+#include <functional>
+#include <thread>
 
 #include <catch2/catch.hpp>
 
@@ -592,4 +595,129 @@ TEST_CASE(
   __atomic_store_n(reinterpret_cast<uint32_t *>(abuf.u8() + 32768), 1u, __ATOMIC_RELEASE);
   CHECK(wait_cs(fa.get(), ca, AMDGPU_HW_IP_DMA, 0, a_seq, abs_timeout_ms(5000)) == 0);
   CHECK(wait_cs(fb.get(), cb, AMDGPU_HW_IP_COMPUTE, 0, b_seq, abs_timeout_ms(5000)) == 0);
+}
+
+namespace {
+
+// An SDMA ring with one held job: job 1 polls a gate word the test opens, then writes its marker;
+// the jobs queued behind it each write a marker too, so what has run shows in memory.
+struct HeldSdmaRing {
+  static constexpr uint64_t kGate = 60 * 1024;     // the gate word, in buf
+  static constexpr uint64_t kMarkers = 56 * 1024;  // job k's marker at kMarkers + 4 * k
+  int fd;
+  uint32_t ctx;
+  GpuBuffer &buf;
+
+  uint64_t hold() const {
+    std::vector<uint32_t> ib;
+    sdma::poll_mem_equal(ib, buf.va + kGate, 1);
+    sdma::write(ib, buf.va + kMarkers + 4, {1});
+    uint64_t seq = 0;
+    REQUIRE(submit(fd, ctx, AMDGPU_HW_IP_DMA, 0, place_ib(buf, 0, ib), ib.size() * 4, &seq) == 0);
+    return seq;
+  }
+  // Job k (k < 48) writes k to its marker; its IB has its own 256-byte slot.
+  int mark(uint32_t k, uint64_t *seq) const {
+    std::vector<uint32_t> ib;
+    sdma::write(ib, buf.va + kMarkers + 4 * k, {k});
+    const uint64_t va = place_ib(buf, 4096 + 256 * k, ib);
+    return submit(fd, ctx, AMDGPU_HW_IP_DMA, 0, va, static_cast<uint32_t>(ib.size() * 4), seq);
+  }
+  uint32_t marker(uint32_t k) const {
+    return __atomic_load_n(buf.u32() + (kMarkers + 4 * k) / 4, __ATOMIC_ACQUIRE);
+  }
+  void open_gate() const { __atomic_store_n(buf.u32() + kGate / 4, 1u, __ATOMIC_RELEASE); }
+};
+
+// Joins the test's threads on the way out, whatever failed: `release` first lets them finish.
+class Joiner {
+ public:
+  explicit Joiner(std::function<void()> release) : release_(std::move(release)) {}
+  ~Joiner() { join(); }
+  void add(std::thread t) { threads_.push_back(std::move(t)); }
+  void join() {
+    release_();
+    for (auto &t : threads_)
+      if (t.joinable()) t.join();
+  }
+
+ private:
+  std::function<void()> release_;
+  std::vector<std::thread> threads_;
+};
+
+uint64_t file_contexts(int fd) {
+  rvgl_emu_file_counters c{};
+  return rvgl_emu_get_file_counters(fd, &c, sizeof(c)) == 0 ? c.contexts : ~0ull;
+}
+
+}  // namespace
+
+// amdgpu_ctx.c amdgpu_ctx_free(): under mgr->lock, kref_put(amdgpu_ctx_do_release) ->
+// drm_sched_entity_destroy() -> drm_sched_entity_flush(): for a process that is not exiting,
+// wait_event_killable(sched->job_scheduled, drm_sched_entity_is_idle(entity)), no timeout. A job
+// leaves the entity when the scheduler pushes it to the ring: its dependencies signaled and room
+// on the ring (amdgpu_sched_hw_submission: 2 jobs). Meanwhile every look-up of a context of that
+// file waits for mgr->lock; other files do not.
+TEST_CASE("FREE_CTX waits until the context's queued jobs have gone to the ring",
+          "[kernel][ctx][block]") {
+  Knob lockup("RVGL_EMU_LOCKUP_TIMEOUT_MS", "30000", "2000");
+  Fd fd = open_render();
+  REQUIRE(fd.get() >= 0);
+  GpuBuffer buf;
+  REQUIRE(buf.create(fd.get(), 64 * 1024, 0x800000) == 0);
+  uint32_t ctx = 0, bystander = 0;
+  REQUIRE(ctx_create(fd.get(), &ctx) == 0);
+  REQUIRE(ctx_create(fd.get(), &bystander) == 0);
+  const HeldSdmaRing ring{fd.get(), ctx, buf};
+  Joiner joiner([&] { ring.open_gate(); });
+  ring.hold();
+  // Jobs 2..5 behind it: 2 is the ring's second job; 3, 4 and 5 stay in the entity.
+  uint64_t seq = 0;
+  for (uint32_t k = 2; k <= 5; ++k)
+    REQUIRE(ring.mark(k, &seq) == 0);
+
+  std::atomic<bool> freed{false}, queried{false};
+  int free_result = -1;
+  uint32_t job3_at_free = 0, job3_at_query = 0;
+  uint64_t bystander_flags = ~0ull;
+  joiner.add(std::thread([&] {
+    free_result = ctx_free(fd.get(), ctx);
+    job3_at_free = ring.marker(3);
+    freed = true;
+  }));
+  // Once the handle is gone the FREE_CTX holds mgr->lock: a query of another context waits.
+  REQUIRE(eventually([&] { return file_contexts(fd.get()) == 1; }));
+  joiner.add(std::thread([&] {
+    bystander_flags = ctx_state2(fd.get(), bystander);
+    job3_at_query = ring.marker(3);
+    queried = true;
+  }));
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  CHECK_FALSE(freed.load());
+  CHECK_FALSE(queried.load());
+  // Another file is not held up.
+  Fd fd2 = open_render();
+  REQUIRE(fd2.get() >= 0);
+  GpuBuffer buf2;
+  REQUIRE(buf2.create(fd2.get(), 4096, 0x800000) == 0);
+  uint32_t c2 = 0;
+  REQUIRE(ctx_create(fd2.get(), &c2) == 0);
+  std::vector<uint32_t> nop;
+  sdma::nop(nop);
+  REQUIRE(submit(fd2.get(), c2, AMDGPU_HW_IP_DMA, 1, place_ib(buf2, 0, nop), 4, &seq) == 0);
+  CHECK(wait_cs(fd2.get(), c2, AMDGPU_HW_IP_DMA, 1, seq, abs_timeout_ms(5000)) == 0);
+  CHECK(ctx_state2(fd2.get(), c2) == 0);
+  CHECK_FALSE(freed.load());
+  CHECK(ring.marker(2) == 0);
+
+  joiner.join();
+  CHECK(free_result == 0);
+  CHECK(bystander_flags == 0);
+  // Job 5 went to the ring when job 3 had finished (4 running): the FREE_CTX returned after that,
+  // the query after the FREE_CTX had let go of mgr->lock.
+  CHECK(job3_at_free == 3);
+  CHECK(job3_at_query == 3);
+  CHECK(eventually([&] { return ring.marker(5) == 5; }));  // the freed context's jobs still run
+  CHECK(ctx_free(fd.get(), ctx) == -EINVAL);
 }
