@@ -10,8 +10,9 @@ namespace rvgl::emu {
 
 namespace {
 // amdgpu_sched_jobs: the kernel keeps this many fences per entity; older sequence numbers are
-// reported signaled. The emulator keeps unsignaled ones regardless, so a wait is never wrong.
-constexpr size_t kFenceWindow = 32;
+// reported signaled. A CS waits for the job this many back (prev_fence), so at most this many are
+// unsignaled; the emulator keeps unsignaled ones regardless, so a wait is never wrong.
+constexpr uint64_t kFenceWindow = 32;
 }  // namespace
 
 Context::Context(int32_t priority, uint32_t reset_counter, uint32_t vram_lost_counter)
@@ -50,6 +51,18 @@ int Context::get_fence(const EntityKey &key, uint64_t seq, std::shared_ptr<Fence
     if (i < fences.size()) out = fences[i].second;
   }
   return 0;
+}
+
+std::shared_ptr<Fence> Context::prev_fence(const EntityKey &key) const {
+  auto it = entities_.find(key);
+  if (it == entities_.end() || it->second.next_seq <= kFenceWindow) return nullptr;
+  const uint64_t seq = it->second.next_seq - kFenceWindow;
+  const auto &fences = it->second.fences;
+  if (fences.empty() || seq < fences.front().first) return nullptr;  // dropped: signaled
+  const uint64_t i = seq - fences.front().first;
+  if (i >= fences.size()) return nullptr;
+  const std::shared_ptr<Fence> &f = fences[i].second;
+  return f->is_signaled() ? nullptr : f;
 }
 
 void Context::flush_entities() {

@@ -51,6 +51,10 @@ class Context {
   // amdgpu_ctx_get_fence(): -EINVAL for a sequence not yet emitted, 0 with out == nullptr for one
   // old enough to be known signaled.
   int get_fence(const EntityKey &key, uint64_t seq, std::shared_ptr<Fence> &out);
+  // amdgpu_ctx_wait_prev_fence(): the fence in the slot the entity's next job takes,
+  // fences[sequence & (amdgpu_sched_jobs - 1)], i.e. that of the job amdgpu_sched_jobs (32)
+  // sequence numbers back, while it has not signaled; null otherwise.
+  std::shared_ptr<Fence> prev_fence(const EntityKey &key) const;
   // The ring the entity's jobs go to (its drm_gpu_scheduler), set by its first CS.
   void set_worker(const EntityKey &key, RingWorker *worker) { entities_[key].worker = worker; }
 

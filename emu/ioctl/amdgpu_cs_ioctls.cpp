@@ -158,7 +158,7 @@ int amdgpu_ioctl_cs(DeviceFile &f, void *data) {
   // freed meanwhile, this CS releases it, and waits for its entities as FREE_CTX would have.
   ContextRef ctx = ctx_get(f, in.ctx_id);
   if (!ctx) return -EINVAL;
-  std::lock_guard lk(Emulator::get().mutex());
+  std::unique_lock lk(Emulator::get().mutex());
   // amdgpu_cs_parser_init(): a guilty context, or one from before a VRAM loss, submits nothing.
   if (ctx->guilty.load()) return -ECANCELED;
   if (ctx->vram_lost_counter_at_create() != d.resets().vram_lost.load()) return -ECANCELED;
@@ -186,6 +186,23 @@ int amdgpu_ioctl_cs(DeviceFile &f, void *data) {
     p.bos = *list;
   }
   if (p.ibs.size() > d.ip_block(p.entity.ip)->max_ibs) return -EINVAL;
+  // amdgpu_cs_sync_rings() -> amdgpu_ctx_wait_prev_fence(): the job that would take the slot of one
+  // still running, amdgpu_sched_jobs (32) sequence numbers back, waits inside the ioctl until that
+  // one has finished (dma_fence_wait(other, true): no timeout; a hung one ends when the timeout
+  // handler ends it). Waited for without the state lock, which the ring workers and other files
+  // need; what the parse resolved stays referenced meanwhile (the kernel holds it too). Looked at
+  // again afterwards: another thread's CS on the entity may have taken the slot meanwhile.
+  for (;;) {
+    std::shared_ptr<Fence> prev;
+    {
+      std::lock_guard clk(f.contexts.mutex());
+      prev = ctx->prev_fence(p.entity);
+    }
+    if (!prev) break;
+    lk.unlock();
+    prev->wait(never());
+    lk.lock();
+  }
   // Implicit sync (amdgpu_cs_sync_rings -> amdgpu_sync_resv): the job waits for every fence
   // another VM's submission left on a listed object, unless the object was created with
   // EXPLICIT_SYNC (amdgpu_bo_explicit_sync: AMDGPU_SYNC_EXPLICIT); a file's own fences it does

@@ -646,12 +646,151 @@ class Joiner {
   std::vector<std::thread> threads_;
 };
 
+// Whether thread `tid` of this process sleeps in a futex wait (how the emulator's waits sleep).
+bool sleeps_in_futex(pid_t tid) {
+  const std::string path = "/proc/self/task/" + std::to_string(tid) + "/syscall";
+  FILE *f = fopen(path.c_str(), "re");
+  if (!f) return false;
+  long nr = -1;
+  const bool ok = fscanf(f, "%ld", &nr) == 1;
+  fclose(f);
+  return ok && nr == SYS_futex;
+}
+
 uint64_t file_contexts(int fd) {
   rvgl_emu_file_counters c{};
   return rvgl_emu_get_file_counters(fd, &c, sizeof(c)) == 0 ? c.contexts : ~0ull;
 }
 
 }  // namespace
+
+// amdgpu_cs.c amdgpu_cs_sync_rings() -> amdgpu_ctx.c amdgpu_ctx_wait_prev_fence(): the CS of an
+// entity's job takes the slot fences[sequence & (amdgpu_sched_jobs - 1)] and first waits,
+// interruptibly and without a timeout, for the fence still in it: the job 32 sequence numbers
+// back. Other entities (another ring, another context) and other files are not held up.
+TEST_CASE("the CS of an entity's 33rd unfinished job waits for the job 32 back",
+          "[kernel][cs][block]") {
+  Knob lockup("RVGL_EMU_LOCKUP_TIMEOUT_MS", "30000", "2000");
+  Fd fd = open_render();
+  REQUIRE(fd.get() >= 0);
+  GpuBuffer buf;
+  REQUIRE(buf.create(fd.get(), 64 * 1024, 0x800000) == 0);
+  uint32_t ctx = 0;
+  REQUIRE(ctx_create(fd.get(), &ctx) == 0);
+  const HeldSdmaRing ring{fd.get(), ctx, buf};
+  Joiner joiner([&] { ring.open_gate(); });
+  const uint64_t held = ring.hold();
+  REQUIRE(held == 1);
+  for (uint32_t k = 2; k <= 32; ++k) {
+    uint64_t seq = 0;
+    REQUIRE(ring.mark(k, &seq) == 0);
+    REQUIRE(seq == k);
+  }
+
+  // The 33rd, on a thread of its own, which looks at the held job right after the CS returned.
+  std::atomic<bool> returned{false};
+  std::atomic<pid_t> cs_tid{0};
+  int cs_result = -1;
+  uint32_t marker1_after = 0, marker31_after = 0;
+  uint64_t seq33 = 0;
+  joiner.add(std::thread([&] {
+    cs_tid = static_cast<pid_t>(syscall(SYS_gettid));
+    cs_result = ring.mark(33, &seq33);
+    marker1_after = ring.marker(1);
+    marker31_after = ring.marker(31);
+    returned = true;
+  }));
+
+  SECTION("it returns once the held job has finished") {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    CHECK_FALSE(returned.load());
+    // Nothing else waits: the same context on its other SDMA ring, another context on this
+    // ring, a query of the blocked context, another file.
+    std::vector<uint32_t> nop;
+    sdma::nop(nop);
+    const uint64_t nop_va = place_ib(buf, 48 * 1024, nop);
+    uint64_t other = 0;
+    CHECK(submit(fd.get(), ctx, AMDGPU_HW_IP_DMA, 1, nop_va, 4, &other) == 0);
+    CHECK(wait_cs(fd.get(), ctx, AMDGPU_HW_IP_DMA, 1, other, abs_timeout_ms(5000)) == 0);
+    uint32_t ctx2 = 0;
+    REQUIRE(ctx_create(fd.get(), &ctx2) == 0);
+    CHECK(submit(fd.get(), ctx2, AMDGPU_HW_IP_DMA, 0, nop_va, 4, &other) == 0);
+    CHECK(ctx_state2(fd.get(), ctx) == 0);
+    CHECK(wait_cs(fd.get(), ctx, AMDGPU_HW_IP_DMA, 0, held, 0) == 1);
+    Fd fd2 = open_render();
+    REQUIRE(fd2.get() >= 0);
+    GpuBuffer buf2;
+    REQUIRE(buf2.create(fd2.get(), 4096, 0x800000) == 0);
+    uint32_t c2 = 0;
+    REQUIRE(ctx_create(fd2.get(), &c2) == 0);
+    // (its ring 1: ring 0 is the device's, where the held job runs)
+    CHECK(submit(fd2.get(), c2, AMDGPU_HW_IP_DMA, 1, place_ib(buf2, 0, nop), 4, &other) == 0);
+    CHECK(wait_cs(fd2.get(), c2, AMDGPU_HW_IP_DMA, 1, other, abs_timeout_ms(5000)) == 0);
+    CHECK_FALSE(returned.load());
+
+    joiner.join();
+    CHECK(cs_result == 0);
+    CHECK(seq33 == 33);
+    CHECK(marker1_after == 1);  // the held job had run to its end when the CS returned
+    CHECK(wait_cs(fd.get(), ctx, AMDGPU_HW_IP_DMA, 0, seq33, abs_timeout_ms(5000)) == 0);
+    CHECK(ring.marker(33) == 33);
+  }
+  SECTION("a FREE_CTX meanwhile returns at once; the CS still submits, then releases") {
+    // amdgpu_ctx_free() drops only the handle's reference: the CS holds one (amdgpu_ctx_get() in
+    // amdgpu_cs_parser_init()), so the release, and its wait for the entities, happens at the
+    // CS's end (amdgpu_cs_parser_fini() -> amdgpu_ctx_put()).
+    // First the CS must be asleep in its wait (it has its reference then).
+    REQUIRE(eventually([&] { return cs_tid.load() && sleeps_in_futex(cs_tid.load()); }));
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    REQUIRE(sleeps_in_futex(cs_tid.load()));
+    std::atomic<bool> freed{false};
+    int free_result = -1;
+    joiner.add(std::thread([&] {
+      free_result = ctx_free(fd.get(), ctx);
+      freed = true;
+    }));
+    CHECK(eventually([&] { return freed.load(); }));
+    CHECK_FALSE(returned.load());
+    joiner.join();
+    CHECK(free_result == 0);
+    CHECK(cs_result == 0);
+    CHECK(seq33 == 33);
+    // The CS returned once job 33 was on the ring: 32 running, so 31 had finished.
+    CHECK(marker31_after == 31);
+    CHECK(eventually([&] { return ring.marker(33) == 33; }));
+  }
+}
+
+// The same wait for a hung job: its fence signals when the job timeout handler ends it.
+TEST_CASE("a CS past 32 unfinished jobs waits for a hung job until the timeout handler ends it",
+          "[kernel][cs][block]") {
+  Knob lockup("RVGL_EMU_LOCKUP_TIMEOUT_MS", "500", "2000");
+  Knob hang("RVGL_EMU_HANG_JOB", "1", "0");
+  Fd fd = open_render();
+  REQUIRE(fd.get() >= 0);
+  GpuBuffer buf;
+  REQUIRE(buf.create(fd.get(), 64 * 1024, 0x800000) == 0);
+  uint32_t ctx = 0;
+  REQUIRE(ctx_create(fd.get(), &ctx) == 0);
+  const HeldSdmaRing ring{fd.get(), ctx, buf};
+  uint64_t seq = 0;
+  for (uint32_t k = 1; k <= 32; ++k)
+    REQUIRE(ring.mark(k, &seq) == 0);
+  int cs_result = -1;
+  uint64_t flags_after = 0;
+  std::thread cs([&] {
+    cs_result = ring.mark(33, &seq);
+    flags_after = ctx_state2(fd.get(), ctx);
+  });
+  cs.join();
+  // The timeout handler had ended the hung job when the CS returned: the context was guilty (it
+  // is marked before the job's fence signals). The CS was past the guilty check
+  // (amdgpu_cs_parser_init) by then: it succeeded, and its job is cancelled.
+  CHECK((flags_after & AMDGPU_CTX_QUERY2_FLAGS_GUILTY) != 0);
+  CHECK(cs_result == 0);
+  CHECK(wait_cs(fd.get(), ctx, AMDGPU_HW_IP_DMA, 0, 33, abs_timeout_ms(5000)) == -ECANCELED);
+  CHECK(ring.mark(34, &seq) == -ECANCELED);
+}
 
 // amdgpu_ctx.c amdgpu_ctx_free(): under mgr->lock, kref_put(amdgpu_ctx_do_release) ->
 // drm_sched_entity_destroy() -> drm_sched_entity_flush(): for a process that is not exiting,
