@@ -78,15 +78,18 @@ TEST_CASE("destroying a context with work in flight is quick and leaks nothing",
     REQUIRE(r == 0);
     const uint32_t compute = h->queue_create(RVGL_IP_COMPUTE, 2, &r);
     REQUIRE(r == 0);
+    // The destroy waits, as the kernel's FREE_CTX does, until all but the last two jobs of each
+    // queue have run (about 14 x 20 ms), so they do run: the SDMA fills and the compute writes
+    // each have their half of the buffer, as two engines writing the same bytes would race.
     for (uint32_t i = 0; i < 16; ++i) {
       std::vector<uint32_t> dw;
-      pk::sdma_const_fill(dw, va, i, 1 << 20);
+      pk::sdma_const_fill(dw, va, i, 1 << 19);
       pk::sdma_pad(dw);
       h->submit(sdma, {ContextHarness::write_ib(ib, va + (1 << 24), dw, i * 128)}, {}, &r);
       REQUIRE(r == 0);
       REQUIRE(h->fence(1, i) == 0);
       std::vector<uint32_t> w;
-      pk::pm4_write_data(w, va + 4 * i, {i});
+      pk::pm4_write_data(w, va + (1 << 19) + 4 * i, {i});
       h->submit(compute, {ContextHarness::write_ib(ib, va + (1 << 24), w, 32768 + i * 128)}, {},
                 &r);
       REQUIRE(r == 0);
