@@ -111,6 +111,7 @@ int KernelQueue::submit(std::span<const rvgl_ib> ibs, std::span<const TimelinePo
     recent_.emplace_back(next, handle);
     if (recent_.size() > kRecent) recent_.pop_front();
   }
+  recorded_.notify_all();
   last_seq_.store(next, std::memory_order_release);
   *seq = next;
   return 0;
@@ -155,15 +156,19 @@ int KernelQueue::job_error(uint64_t seq, uint64_t *job, bool *unread) const {
   *unread = false;
   uint64_t handle = 0;
   {
-    std::lock_guard lk(recent_mu_);
+    std::unique_lock lk(recent_mu_);
     // The GPU reached `seq` before submit() recorded its job: the CS returned and the job ran
     // (and may have failed) while the VMM's thread had yet to record its kernel fence, which it
-    // does next. The job is the one submission not recorded (the VMM's thread submits one at a
-    // time): a user fence past every recorded job says it ran to its end; otherwise its error
-    // cannot be asked yet, and the older job's answer is not its (a fault that failed it would
-    // pass for clean, or for a cancellation of a guilty context), so the look is made again.
-    // Point 0 is no job (a queue looked at before it submitted anything).
-    if (seq && (recent_.empty() || recent_.back().first < seq)) {
+    // does next, taking no other lock first: the record is waited for, briefly, so that the
+    // look classifies this job (and its fences retire after that, as any failed job's do). The
+    // job is the one submission not recorded (the VMM's thread submits one at a time). If the
+    // VMM's thread is held off longer: a user fence past every recorded job says it ran to its
+    // end; otherwise its error cannot be asked yet, and the older job's answer is not its (a
+    // fault that failed it would pass for clean, or for a cancellation of a guilty context), so
+    // the look is made again. Point 0 is no job (a queue looked at before it submitted anything).
+    auto unrecorded = [&] { return seq && (recent_.empty() || recent_.back().first < seq); };
+    if (unrecorded()) recorded_.wait_for(lk, kRecordWait, [&] { return !unrecorded(); });
+    if (unrecorded()) {
       const uint64_t recorded = recent_.empty() ? 0 : recent_.back().second;
       *unread = !user_fence_ || user_fence_->read() <= recorded;
       return 0;
