@@ -12,12 +12,10 @@
 #include "core/counters.h"
 #include "core/runtime_knobs.h"
 #include "exec/exec_context.h"
+#include "exec/pm4_packets.h"
+#include "exec/sdma_packets.h"
 
 namespace rvgl::emu {
-
-namespace {
-constexpr uint64_t kIbDwordsMask = 0xfffff;  // PM4 INDIRECT_BUFFER IB_SIZE, SDMA IB_SIZE: 20 bits
-}  // namespace
 
 void RingWorker::submit(std::unique_ptr<Job> job) {
   {
@@ -293,9 +291,10 @@ void RingWorker::run(Job &job) {
       // ORs length_dw into the control word; the SDMA INDIRECT packet's IB_SIZE field), and for
       // SDMA an address the kernel rounds down to 32 bytes (sdma_v6_0_ring_emit_ib: "base must
       // be 32 byte aligned", lower_32_bits(gpu_addr) & 0xffffffe0). The kernel checks neither.
-      const uint64_t dwords = (ib.bytes / 4) & kIbDwordsMask;
-      st = ip_ == AMDGPU_HW_IP_DMA ? run_sdma_ib(cx, ib.va & ~uint64_t{31}, dwords, 1)
-                                   : run_pm4_ib(cx, ib.va, dwords, 1);
+      const uint64_t dwords = ib.bytes / 4;
+      st = ip_ == AMDGPU_HW_IP_DMA
+               ? run_sdma_ib(cx, ib.va & ~uint64_t{31}, dwords & sdma::kIbSizeMask, 1)
+               : run_pm4_ib(cx, ib.va, dwords & pm4::kIbSizeMask, 1);
       if (st != ExecStatus::Ok) break;
     }
     counters().bytes_copied.fetch_add(mem.bytes_copied(), std::memory_order_relaxed);
