@@ -207,15 +207,13 @@ int ComputeContext::create_fence(uint32_t ring_idx, uint64_t fence_id, bool merg
 }
 
 void ComputeContext::poll() {
-  // Nested in one of its own callbacks: the outer poll delivers the rest and registers again;
-  // the poll fd stays readable for whatever it leaves.
-  if (polling_) return;
-  polling_ = true;
+  // Nested in one of its own callbacks: the outer poll delivers the rest and registers again
+  // (fired_ is its list), and the poll fd stays readable for whatever it leaves.
+  if (delivery_->in_callback_here()) return;
   // What woke the VMM's thread is delivered before the poll fd is drained: the drain is a system
   // call, and a completion that signals the fd between the first look and the drain is found by
   // the second look, which only runs when the drain consumed a wakeup.
   if (deliver_polled() && delivery_->drain_poll_fd()) deliver_polled();
-  polling_ = false;
 }
 
 bool ComputeContext::deliver_polled() {

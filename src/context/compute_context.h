@@ -200,9 +200,6 @@ class ComputeContext {
     bool handled;
   };
   std::vector<Fired> fired_;
-  // A poll of this context is under way on the VMM's thread: a VMM polling it again from one of
-  // its callbacks must not take fired_ from the outer poll, whose re-registrations it holds.
-  bool polling_ = false;
   std::array<std::unique_ptr<SpmSession>, 1> spm_;  // per XCP of the context's node
   // What every SPM session this context started reports through, released ones finishing on the
   // reaper included; cut first when the context goes.

@@ -184,6 +184,10 @@ void FenceDelivery::progress() {
   }
 }
 
+bool FenceDelivery::in_callback_here() const {
+  return delivering_here(this);
+}
+
 bool FenceDelivery::drain_poll_fd() {
   uint64_t v = 0;
   return read(event_fd_.get(), &v, sizeof(v)) == static_cast<ssize_t>(sizeof(v));
@@ -199,7 +203,7 @@ void FenceDelivery::poll() {
   }
   // From inside one of this delivery's own callbacks: the outer poll holds deliver_mu_ and
   // delivers what is left; what becomes ready later signals the poll fd again.
-  if (delivering_here(this)) return;
+  if (in_callback_here()) return;
   std::lock_guard serial(deliver_mu_);
   std::deque<Done> batch;
   {

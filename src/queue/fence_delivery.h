@@ -68,8 +68,11 @@ class FenceDelivery {
   // looks at the points again afterwards, so a completion signalled before the drain is not lost.
   bool drain_poll_fd();
   // Delivers what the engine queued, then what the timelines are known to have reached; with
-  // async callbacks, exactly as progress() does.
+  // async callbacks, exactly as progress() does. Nothing when called from inside one of this
+  // delivery's own callbacks: the outer delivery goes on with its batch.
   void poll();
+  // Whether this thread is inside one of this delivery's callbacks (nested deliveries included).
+  bool in_callback_here() const;
 
   // After stop() returns no callback runs or will run, whatever thread asks; called from inside
   // a callback, none after that one either (the rest of its batch is dropped).
