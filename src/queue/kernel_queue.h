@@ -64,12 +64,13 @@ class KernelQueue {
   int ctx_flags(uint64_t *flags) const;
   // The error of the newest submission at or below `seq` whose kernel fence is known (its seq in
   // *job, 0 if none is), 0 if it completed without one (or is not known). *unread: the kernel did
-  // not answer (the query itself failed), or `seq` (not 0) is past every recorded submission
-  // and the user fence does not show it ran to its end, so nothing is known of that job.
+  // not answer (the query itself failed), or `seq` (not 0) is still past every recorded
+  // submission after waiting kRecordWait for submit() to record it, and the user fence does not
+  // show it ran to its end, so nothing is known of that job.
   int job_error(uint64_t seq, uint64_t *job, bool *unread) const;
   // Whether the kernel fence of submission `seq` itself is known. A point can be reached before
-  // its submit() has recorded the fence (the job ran while the CS ioctl returned); until then
-  // job_error(seq) answers only from the user fence (see there).
+  // its submit() has recorded the fence (the job ran while the CS ioctl returned); job_error(seq)
+  // waits for that record (see there).
   bool knows_job(uint64_t seq) const;
   // The error of the first job in (after, upto] that failed, asked of the kernel whatever its user
   // fence says (a job the timeout's soft recovery killed wrote it), and that job's seq in

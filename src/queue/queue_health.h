@@ -52,9 +52,10 @@ class QueueHealth final : public CompletionEngine::Watch, public ResetListener {
   // Checks of one context are at least HealthPacer::interval_ns() apart. A check of n queues with
   // new completions costs 2 ioctls when their newest jobs ran to their end (their user fences say
   // so: no job error to ask) and the device was not reset (the reset probe, the fault cache); a
-  // queue whose job did not write its user fence (it failed) adds a WAIT_CS, unless submit() has
-  // not recorded that job's fence yet (the GPU finished it while the CS ioctl returned): then the
-  // look classifies nothing and the queue is looked at again (KernelQueue::job_error()); a queue
+  // queue whose job did not write its user fence (it failed) adds a WAIT_CS, once submit() has
+  // recorded that job's fence (the GPU may finish it while the CS ioctl returns: the look waits
+  // for the record, and only if that takes over 100 ms classifies nothing and looks again,
+  // KernelQueue::job_error()); a queue
   // also gets a context query when the probe says the device was reset since that queue's last
   // one, when the kernel refused its work, or when its newest job's fence was not recorded yet
   // (it wrote its user fence); when a job failed, every queue gets one (n + 2 + the WAIT_CSs: the
