@@ -287,9 +287,13 @@ void ComputeContext::unwatch_queue(Queue &q) {
   q.watch_id = 0;
 }
 
+bool ComputeContext::drained(const DrainingWatch &d) const {
+  return delivery_->taken_through(d.ring, d.fences) && d.watch->queue().idle();
+}
+
 void ComputeContext::collect_drained() {
   for (size_t i = 0; i < draining_.size();) {
-    if (!delivery_->taken_through(draining_[i].ring, draining_[i].fences)) {
+    if (!drained(draining_[i])) {
       ++i;
       continue;
     }

@@ -125,7 +125,8 @@ class ComputeContext {
     uint64_t watch_id = 0;
     uint64_t last_fence = 0;  // ring position of the newest fence that waits on its timeline
   };
-  // A destroyed queue's watch, kept while fences created on its ring before the destroy wait.
+  // A destroyed queue's watch (and so its kernel queue), kept while fences created on its ring
+  // before the destroy wait, or jobs it submitted are not known to be done.
   struct DrainingWatch {
     std::unique_ptr<QueueWatch> watch;
     uint64_t id;
@@ -158,8 +159,9 @@ class ComputeContext {
   void release_spm(uint32_t xcp);
   uint64_t device_key() const;
   void post_event(uint32_t type, uint32_t queue, uint64_t p0, uint64_t p1);
-  // Drops draining watches no fence waits for any more (VMM thread).
+  // Drops draining watches no fence and no unfinished job needs any more (VMM thread).
   void collect_drained();
+  bool drained(const DrainingWatch &d) const;
   void unwatch_queue(Queue &q);
   // Only a poll-mode context on an engine with eventfds has points delegated to the VMM's thread
   // (the kernel signals its poll fd for them in place of the engine's eventfd).

@@ -90,14 +90,17 @@ int32_t ComputeContext::cmd_queue_destroy(const Request &req, Response &) {
   // Never looked at again: no health check, no event names it from here on.
   health_->remove(q.queue);
   if (entry->watch) {
-    // Fences already on the ring keep the queue's timeline watched until the GPU is done.
     entry->watch->retire();
-    // Its fences are those up to its newest on the ring (a ring's fences leave in order).
-    if (!delivery_->taken_through(entry->ring_idx, entry->last_fence))
-      draining_.push_back(
-          {std::move(entry->watch), entry->watch_id, entry->ring_idx, entry->last_fence});
+    // Its fences are those up to its newest on the ring (a ring's fences leave in order). Until
+    // they retire and its jobs are done, the engine keeps watching its timeline and the kernel
+    // context stays: freeing a context with queued jobs would block this thread, holding the
+    // file's context lock, until they reach the ring (~KernelQueue).
+    DrainingWatch d{std::move(entry->watch), entry->watch_id, entry->ring_idx, entry->last_fence};
+    entry->watch_id = 0;
+    if (drained(d))
+      engine_->remove(d.id);
     else
-      unwatch_queue(*entry);
+      draining_.push_back(std::move(d));
   }
   rings_[entry->ring_idx] = RingUse::kFree;
   ring_queue_[entry->ring_idx] = 0;

@@ -139,6 +139,11 @@ bool KernelQueue::finished(uint64_t seq) const {
   return newest_finished(seq) != 0;
 }
 
+bool KernelQueue::idle() const {
+  const uint64_t last = last_submitted();
+  return last == 0 || timeline_->known_reached() >= last || finished(last);
+}
+
 int KernelQueue::ctx_flags(uint64_t *flags) const {
   *flags = 0;
   return dev_->ctx_query_state2(ctx_id_, flags);

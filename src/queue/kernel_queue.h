@@ -57,6 +57,10 @@ class KernelQueue {
   // The newest recorded submission at or after `seq` that the user fence page shows finished;
   // 0 for none (no ioctl).
   uint64_t finished_from(uint64_t seq) const { return newest_finished(seq); }
+  // Whether every submitted job is known to have finished (the timeline's known point, or the
+  // user fence page; no ioctl). Only then does freeing the kernel context not wait: the kernel
+  // frees it once its queued jobs have gone to the ring (~KernelQueue).
+  bool idle() const;
 
   // ---- what the kernel says (the health owner's observation; any thread, ioctls) ----
   // AMDGPU_CTX_QUERY2_FLAGS_* of the queue's kernel context in *flags: 0, or the query's -errno

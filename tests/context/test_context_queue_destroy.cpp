@@ -1,0 +1,134 @@
+// QUEUE_DESTROY of a queue with jobs queued in its kernel context. The kernel frees a context only
+// once its queued jobs have gone to the ring, holding the file's context lock meanwhile
+// (amdgpu_ctx_free() -> drm_sched_entity_flush(), no timeout; the emulator does the same,
+// tests/emu/test_kernel_faithful.cpp "[block]"). A destroy must not wait there: the VMM's thread
+// would stall behind the guest's slowest job, and the completion engine behind the file's lock.
+#include <catch2/catch.hpp>
+
+#include <fcntl.h>
+
+#include <atomic>
+#include <cerrno>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+
+#include "../tools/common/amd_packets.h"
+#include "rvgl_emu.h"
+#include "support/context_harness.h"
+#include "support/scoped_knob.h"
+#include "support/wait_for.h"
+
+using namespace rvgl;
+using namespace rvgl::test;
+
+namespace {
+
+constexpr uint32_t kRing = 1;
+constexpr uint32_t kJobs = 6;             // job 1 waits at the gate, 2..6 queue behind it
+constexpr uint64_t kGate = 60 * 1024;     // the gate word, in the buffer
+constexpr uint64_t kMarkers = 56 * 1024;  // job k writes k at kMarkers + 4 * k
+constexpr uint64_t kIbs = 4096;           // job k's IB at kIbs + 256 * k
+
+uint64_t file_contexts(int fd) {
+  rvgl_emu_file_counters fc{};
+  REQUIRE(rvgl_emu_get_file_counters(fd, &fc, sizeof(fc)) == 0);
+  return fc.contexts;
+}
+
+// Opens the gate when told to, or after a deadline: a destroy that waits for the held job then
+// returns late instead of hanging the test.
+class GateWatchdog {
+ public:
+  explicit GateWatchdog(uint32_t *gate) : gate_(gate), thread_([this] { run(); }) {}
+  ~GateWatchdog() {
+    open();
+    thread_.join();
+  }
+  void open() {
+    std::lock_guard lk(mu_);
+    now_ = true;
+    cv_.notify_all();
+  }
+
+ private:
+  void run() {
+    std::unique_lock lk(mu_);
+    cv_.wait_for(lk, std::chrono::seconds(10), [this] { return now_; });
+    __atomic_store_n(gate_, 1u, __ATOMIC_RELEASE);
+  }
+  uint32_t *gate_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool now_ = false;
+  std::thread thread_;
+};
+
+}  // namespace
+
+TEST_CASE(
+    "QUEUE_DESTROY does not wait for queued jobs; their kernel context goes once they are done",
+    "[context][queue]") {
+  ScopedKnob lockup("RVGL_EMU_LOCKUP_TIMEOUT_MS", "30000", "2000");
+  REQUIRE(lockup.ok());
+  const bool async = GENERATE(false, true);
+  const bool fenced = GENERATE(false, true);  // a fence waits for the last job, or none does
+  UniqueFd node(::open("/dev/dri/renderD128", O_RDWR | O_CLOEXEC));
+  REQUIRE(node);
+  ContextHarness h(test_config(), async, 1, UniqueFd(fcntl(node.get(), F_DUPFD_CLOEXEC, 0)));
+  h.create_shmem();
+  const uint64_t va = h.capset().va_start;
+  auto buf = h.mapped_bo(64 * 1024);
+  REQUIRE(h.va_map(buf.bo, 0, 0, va, 64 * 1024) == 0);
+  const uint64_t base = file_contexts(node.get());
+  uint32_t *words = buf.ptr<uint32_t>();
+  auto marker = [&](uint32_t k) {
+    return __atomic_load_n(words + (kMarkers + 4 * k) / 4, __ATOMIC_ACQUIRE);
+  };
+
+  for (uint64_t round = 1; round <= 5; ++round) {
+    INFO("round " << round);
+    for (uint32_t k = 1; k <= kJobs; ++k)
+      words[(kMarkers + 4 * k) / 4] = 0;
+    words[kGate / 4] = 0;
+    int32_t r;
+    const uint32_t q = h.queue_create(RVGL_IP_SDMA, kRing, &r);
+    REQUIRE(r == 0);
+    REQUIRE(file_contexts(node.get()) == base + 1);
+    GateWatchdog gate(words + kGate / 4);
+    for (uint32_t k = 1; k <= kJobs; ++k) {
+      std::vector<uint32_t> ib;
+      if (k == 1) packets::sdma_poll_mem_equal(ib, va + kGate, 1, 0xffffffffu);
+      packets::sdma_write_linear(ib, va + kMarkers + 4 * k, {k});
+      packets::sdma_pad(ib);
+      REQUIRE(h.submit(q, {ContextHarness::write_ib(buf, va, ib, kIbs + 256 * k)}, {}, &r) == k);
+      REQUIRE(r == 0);
+    }
+    if (fenced) REQUIRE(h.fence(kRing, round) == 0);
+
+    REQUIRE(h.queue_destroy(q) == 0);
+    // Returned with the gate still closed: nothing ran, and the kernel context is still there.
+    CHECK(__atomic_load_n(words + kGate / 4, __ATOMIC_ACQUIRE) == 0);
+    CHECK(marker(1) == 0);
+    CHECK(file_contexts(node.get()) == base + 1);
+    // A new queue on the same ring meanwhile: the destroyed one counts (the default quota has
+    // room), and its jobs are not the new queue's.
+    const uint32_t q2 = h.queue_create(RVGL_IP_SDMA, kRing, &r);
+    REQUIRE(r == 0);
+    CHECK(file_contexts(node.get()) == base + 2);
+    REQUIRE(h.queue_destroy(q2) == 0);  // nothing submitted: freed at once
+    CHECK(file_contexts(node.get()) == base + 1);
+
+    gate.open();
+    for (uint32_t k = 1; k <= kJobs; ++k)
+      REQUIRE(wait_for([&] { return marker(k) == k; }));
+    if (fenced) REQUIRE(h.wait_fence(kRing, round));
+    // Let go at the VMM's next call that collects destroyed queues (a fence, a QUEUE_CREATE),
+    // once the engine knows the last job done.
+    uint64_t probe = 1000 * round;
+    CHECK(wait_for([&] {
+      REQUIRE(h.fence(kRing, ++probe) == 0);  // a free ring: retires at once
+      return file_contexts(node.get()) == base;
+    }));
+  }
+}
