@@ -130,6 +130,10 @@ void ComputeContext::close() {
   // the VMM believes we are gone. Then queues (their kernel contexts), mappings and objects,
   // every use of the guest's pages revoked; the device fd closes last, when the final object
   // holding it dies. Each step is a no-op the second time (the destructor after destroy).
+  // Jobs that may reach guest pages the GPU VM mapped are waited for before the pages go back
+  // (guest_page_release.cpp); taken first, while destroyed queues are still known.
+  WorkSnapshot reaching;
+  if (memory_ && memory_->any_guest_pages_gpu_mapped()) reaching = work_snapshot(true);
   if (spm_callbacks_) spm_callbacks_->cut();
   for (uint32_t xcp = 0; xcp < spm_.size(); ++xcp)
     release_spm(xcp);
@@ -145,6 +149,8 @@ void ComputeContext::close() {
   // The health owner lets go of each queue too, so its kernel context goes before the mappings
   // its work used, not when the health owner itself is destroyed.
   if (health_) queues_.for_each([&](uint32_t handle, Queue &) { health_->remove(handle); });
+  // Before the kernel contexts go, so their frees wait for nothing.
+  wait_for_guest_page_users(reaching);
   queues_.clear();
   memory_.reset();  // unmaps everything and revokes every use of the guest's pages
 }

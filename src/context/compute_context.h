@@ -84,7 +84,8 @@ class ComputeContext {
   // The resource is gone from this context (detach or unref): its name is dropped and, for
   // userptr memory, nothing of the host uses the guest's pages once this returns (GPU mappings,
   // SPM destinations, udmabufs, aliases).
-  void detach_resource(uint32_t res_id) { memory_->detach_resource(res_id); }
+  // Blocks while jobs submitted when the pages were mapped still run (guest_page_release.cpp).
+  void detach_resource(uint32_t res_id);
   bool has_resource(uint32_t res_id) const { return memory_->has_resource(res_id); }
   int export_resource(uint32_t res_id, BlobExport *out);
 
@@ -111,8 +112,9 @@ class ComputeContext {
   const EventRing &events() const { return events_; }
   uint64_t bo_list_updates() const { return memory_->bo_list_updates(); }
   // Every kernel queue's last submitted point not yet known reached (work_snapshot.cpp): what a
-  // global fence created now must wait for. VMM thread.
-  WorkSnapshot work_snapshot() const;
+  // global fence created now must wait for; with_destroyed: destroyed queues' jobs too (what may
+  // still reach guest pages). VMM thread.
+  WorkSnapshot work_snapshot(bool with_destroyed = false) const;
   // The capture file, when RVGL_CAPTURE_DIR is set ("" otherwise).
   std::string capture_path() const { return capture_ ? capture_->path() : std::string(); }
 
@@ -161,6 +163,8 @@ class ComputeContext {
   void post_event(uint32_t type, uint32_t queue, uint64_t p0, uint64_t p1);
   // Drops draining watches no fence and no unfinished job needs any more (VMM thread).
   void collect_drained();
+  // Blocks until the snapshot's jobs are done (bounded: guest_page_release.cpp).
+  void wait_for_guest_page_users(WorkSnapshot &reaching);
   bool drained(const DrainingWatch &d) const;
   void unwatch_queue(Queue &q);
   // Only a poll-mode context on an engine with eventfds has points delegated to the VMM's thread

@@ -178,6 +178,7 @@ int32_t ContextMemory::va_map(const rvgl_req_va_map &q) {
   }
   kernel_mappings_ += pieces;
   mapped_bytes_ += q.size;
+  m.object->note_gpu_mapped();
   va_.insert(std::move(m));
   return 0;
 }
@@ -315,6 +316,18 @@ int ContextMemory::attach_foreign(uint32_t res_id, UniqueFd dmabuf, uint64_t siz
       owner->kind() == MemoryObject::Kind::kBo ? Resource::Kind::kBo : Resource::Kind::kForeign;
   resources_[res_id] = Resource{kind, std::move(owner)};
   return 0;
+}
+
+bool ContextMemory::guest_pages_gpu_mapped(uint32_t res_id) const {
+  auto it = resources_.find(res_id);
+  return it != resources_.end() && it->second.kind == Resource::Kind::kUserptr &&
+         it->second.object->gpu_mapped_once();
+}
+
+bool ContextMemory::any_guest_pages_gpu_mapped() const {
+  for (const auto &[id, r] : resources_)
+    if (r.kind == Resource::Kind::kUserptr && r.object->gpu_mapped_once()) return true;
+  return false;
 }
 
 void ContextMemory::detach_resource(uint32_t res_id) {

@@ -88,6 +88,10 @@ class ContextMemory {
   // The resource is gone from this context: its name is dropped and, for userptr memory, every
   // host-side use of the guest's pages ends before this returns.
   void detach_resource(uint32_t res_id);
+  // Userptr resources whose pages were ever mapped into the GPU VM: a job submitted while they
+  // were may still reach them (the caller waits for such jobs, ComputeContext::detach_resource).
+  bool guest_pages_gpu_mapped(uint32_t res_id) const;
+  bool any_guest_pages_gpu_mapped() const;
   bool has_resource(uint32_t res_id) const { return resources_.count(res_id) != 0; }
   bool free_res_id(uint32_t res_id) const { return res_id != 0 && !resources_.count(res_id); }
   // Not for the shared page (the caller's).

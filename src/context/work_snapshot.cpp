@@ -8,15 +8,26 @@
 
 namespace rvgl {
 
-WorkSnapshot ComputeContext::work_snapshot() const {
+namespace {
+
+void add_unfinished(const KernelQueue &q, std::vector<WorkSnapshot::Point> *points) {
+  const uint64_t last = q.last_submitted();
+  const auto &tl = q.timeline();
+  if (last == 0 || tl->known_reached() >= last) return;
+  points->push_back({tl, last});
+}
+
+}  // namespace
+
+WorkSnapshot ComputeContext::work_snapshot(bool with_destroyed) const {
   std::vector<WorkSnapshot::Point> points;
   queues_.for_each([&](uint32_t, const Queue &q) {
-    if (!q.kernel) return;  // user queues: the guest owns the ring and tracks its own progress
-    const uint64_t last = q.kernel->last_submitted();
-    const auto &tl = q.kernel->timeline();
-    if (last == 0 || tl->known_reached() >= last) return;
-    points.push_back({tl, last});
+    // User queues: the guest owns the ring and tracks its own progress.
+    if (q.kernel) add_unfinished(*q.kernel, &points);
   });
+  if (with_destroyed)
+    for (const auto &d : draining_)
+      add_unfinished(d.watch->queue(), &points);
   if (points.empty()) return {};
   return WorkSnapshot(dev_, std::move(points));
 }

@@ -71,6 +71,10 @@ class MemoryObject {
     uint64_t size;  // bytes
   };
   void set_guest_ranges(std::vector<GuestRange> ranges) { guest_ranges_ = std::move(ranges); }
+  // Whether the object was ever mapped into the GPU VM: only then can a job still running reach
+  // its pages (VMM thread).
+  void note_gpu_mapped() { gpu_mapped_ = true; }
+  bool gpu_mapped_once() const { return gpu_mapped_; }
   // Ends every host-side use of the guest's pages (see the top). Idempotent; VMM thread.
   void revoke();
   bool revoked() const;
@@ -106,6 +110,7 @@ class MemoryObject {
   mutable std::mutex guest_mu_;  // orders write_guest() against revoke()
   bool revoked_ = false;
   bool kernel_released_ = false;
+  bool gpu_mapped_ = false;
   std::vector<GuestRange> guest_ranges_;
 };
 

@@ -7,15 +7,12 @@
 
 #include <fcntl.h>
 
-#include <atomic>
 #include <cerrno>
-#include <condition_variable>
-#include <mutex>
-#include <thread>
 
 #include "../tools/common/amd_packets.h"
 #include "rvgl_emu.h"
 #include "support/context_harness.h"
+#include "support/gate_watchdog.h"
 #include "support/scoped_knob.h"
 #include "support/wait_for.h"
 
@@ -35,34 +32,6 @@ uint64_t file_contexts(int fd) {
   REQUIRE(rvgl_emu_get_file_counters(fd, &fc, sizeof(fc)) == 0);
   return fc.contexts;
 }
-
-// Opens the gate when told to, or after a deadline: a destroy that waits for the held job then
-// returns late instead of hanging the test.
-class GateWatchdog {
- public:
-  explicit GateWatchdog(uint32_t *gate) : gate_(gate), thread_([this] { run(); }) {}
-  ~GateWatchdog() {
-    open();
-    thread_.join();
-  }
-  void open() {
-    std::lock_guard lk(mu_);
-    now_ = true;
-    cv_.notify_all();
-  }
-
- private:
-  void run() {
-    std::unique_lock lk(mu_);
-    cv_.wait_for(lk, std::chrono::seconds(10), [this] { return now_; });
-    __atomic_store_n(gate_, 1u, __ATOMIC_RELEASE);
-  }
-  uint32_t *gate_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool now_ = false;
-  std::thread thread_;
-};
 
 }  // namespace
 
