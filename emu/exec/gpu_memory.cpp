@@ -30,7 +30,7 @@ void GpuMemory::resolve_around_faults(uint64_t va, uint64_t len, VmAccess a,
     const uint64_t page_end = (at | (va::kGpuPageSize - 1)) + 1;
     const uint64_t n = std::min(end, page_end == 0 ? end : page_end) - at;
     VmFault f;
-    if (vm_.resolve(at, n, a, page_, f, inj_va_, inj_len_)) {
+    if (vm_.resolve(at, n, a, page_, f, inj_va_, inj_len_, ticket_)) {
       out.insert(out.end(), page_.begin(), page_.end());
     } else {
       note_fault(f);
@@ -43,7 +43,7 @@ void GpuMemory::resolve_around_faults(uint64_t va, uint64_t len, VmAccess a,
 bool GpuMemory::resolve(uint64_t va, uint64_t len, VmAccess a, std::vector<VmPiece> &out) {
   if (stopped_) return false;
   VmFault f;
-  if (vm_.resolve(va, len, a, out, f, inj_va_, inj_len_)) return true;
+  if (vm_.resolve(va, len, a, out, f, inj_va_, inj_len_, ticket_)) return true;
   if (policy_ == FaultPolicy::Stop || va + len < va) {
     note_fault(f);
     stopped_ = true;

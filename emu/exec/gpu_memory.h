@@ -22,9 +22,14 @@ FaultPolicy fault_policy_from_knob(uint64_t vm_fault_stop);
 
 class GpuMemory {
  public:
+  // ticket: the job's GpuVm::Ticket::seq() (what it still sees of mappings removed since).
   GpuMemory(const GpuVm &vm, uint64_t injected_fault_va, uint64_t injected_fault_len,
-            FaultPolicy policy = FaultPolicy::Stop)
-      : vm_(vm), inj_va_(injected_fault_va), inj_len_(injected_fault_len), policy_(policy) {}
+            FaultPolicy policy = FaultPolicy::Stop, uint64_t ticket = kNoVmTicket)
+      : vm_(vm),
+        inj_va_(injected_fault_va),
+        inj_len_(injected_fault_len),
+        policy_(policy),
+        ticket_(ticket) {}
 
   // Each returns false only when the access faulted under FaultPolicy::Stop.
   bool read(uint64_t va, void *dst, uint64_t len);
@@ -55,6 +60,7 @@ class GpuMemory {
   const GpuVm &vm_;
   uint64_t inj_va_, inj_len_;
   FaultPolicy policy_;
+  uint64_t ticket_;
   bool stopped_ = false;
   bool fault_seen_ = false;
   VmFault fault_;

@@ -28,6 +28,7 @@ struct JobDependency {
 
 struct Job {
   std::shared_ptr<GpuVm> vm;
+  GpuVm::Ticket vm_ticket;  // from the CS until the job is done
   std::shared_ptr<Context> ctx;
   uint32_t ip = 0, ring = 0;
   std::vector<IbRange> ibs;

@@ -162,6 +162,7 @@ void RingWorker::finish(Job &job, int error) {
   // References go before the signal: a waiter that then frees the objects sees them gone.
   job.bos.reset();
   job.user_fence_bo.reset();
+  job.vm_ticket.end();  // what was unmapped behind it may go (the kernel's deferred PT clear)
   job.vm.reset();
   job.ctx.reset();
   job.deps.clear();
@@ -284,7 +285,7 @@ void RingWorker::run(Job &job) {
   bool faulted = false;
   {
     GpuMemory mem(*job.vm, k.fault_va.load(), k.fault_len.load(),
-                  fault_policy_from_knob(k.vm_fault_stop.load()));
+                  fault_policy_from_knob(k.vm_fault_stop.load()), job.vm_ticket.seq());
     ExecContext cx{mem, profile_, lockup, stop_};
     for (const IbRange &ib : job.ibs) {
       // What the ring's IB packet carries: a 20-bit dword count (gfx_v11_0_ring_emit_ib_compute

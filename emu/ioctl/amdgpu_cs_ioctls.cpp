@@ -220,6 +220,7 @@ int amdgpu_ioctl_cs(DeviceFile &f, void *data) {
   RingWorker &worker = d.ring(p.entity.ip, p.entity.ring);
   auto job = std::make_unique<Job>();
   job->vm = f.vm;
+  job->vm_ticket = GpuVm::Ticket(f.vm);
   job->ctx = ctx.shared();
   job->ip = p.entity.ip;
   job->ring = p.entity.ring;

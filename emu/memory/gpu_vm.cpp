@@ -2,6 +2,7 @@
 
 #include <amdgpu_drm.h>
 
+#include <algorithm>
 #include <cerrno>
 
 #include "memory/va_layout.h"
@@ -77,8 +78,33 @@ int GpuVm::unmap(const BufferObject *bo, uint64_t va) {
   std::lock_guard lk(mu_);
   auto it = maps_.find(canon(va));
   if (it == maps_.end() || it->second.bo.get() != bo) return -ENOENT;
+  retire_locked(it->first, it->second);
   maps_.erase(it);
   return 0;
+}
+
+void GpuVm::retire_locked(uint64_t va, const Mapping &m) {
+  // Every ticket in flight was handed out before this removal.
+  if (!in_flight_.empty()) freed_.push_back(Freed{va, m, jobs_});
+}
+
+uint64_t GpuVm::begin_job() {
+  std::lock_guard lk(mu_);
+  in_flight_.insert(++jobs_);
+  return jobs_;
+}
+
+void GpuVm::end_job(uint64_t seq) {
+  std::lock_guard lk(mu_);
+  in_flight_.erase(seq);
+  // A removal is done once no job submitted before it is left.
+  const uint64_t oldest = in_flight_.empty() ? kNoVmTicket : *in_flight_.begin();
+  std::erase_if(freed_, [oldest](const Freed &f) { return f.last_job < oldest; });
+}
+
+size_t GpuVm::deferred_unmaps() const {
+  std::lock_guard lk(mu_);
+  return freed_.size();
 }
 
 void GpuVm::clear_locked(uint64_t va, uint64_t size) {
@@ -93,6 +119,8 @@ void GpuVm::clear_locked(uint64_t va, uint64_t size) {
       continue;
     }
     Mapping m = it->second;
+    const uint64_t cut = std::max(s, va);
+    retire_locked(cut, Mapping{std::min(e, end) - cut, m.bo, m.offset + (cut - s), m.flags});
     it = maps_.erase(it);
     // Keep what lies outside [va, end) (amdgpu_vm_bo_clear_mappings splits mappings).
     if (s < va) maps_.emplace(s, Mapping{va - s, m.bo, m.offset, m.flags});
@@ -117,8 +145,14 @@ int GpuVm::replace(std::shared_ptr<BufferObject> bo, uint64_t va, uint64_t offse
 
 void GpuVm::remove_bo(const BufferObject *bo) {
   std::lock_guard lk(mu_);
-  for (auto it = maps_.begin(); it != maps_.end();)
-    it = it->second.bo.get() == bo ? maps_.erase(it) : std::next(it);
+  for (auto it = maps_.begin(); it != maps_.end();) {
+    if (it->second.bo.get() != bo) {
+      ++it;
+      continue;
+    }
+    retire_locked(it->first, it->second);
+    it = maps_.erase(it);
+  }
 }
 
 size_t GpuVm::mapping_count() const {
@@ -145,8 +179,29 @@ std::shared_ptr<BufferObject> GpuVm::bo_at(uint64_t va) const {
   return va - it->first < it->second.size ? it->second.bo : nullptr;
 }
 
+const GpuVm::Mapping *GpuVm::find_locked(uint64_t va, uint64_t ticket, uint64_t *start) const {
+  // A job older than a removal sees the mapping as it was: of the removals after it that cover
+  // `va`, the first (the mapping live when the job was submitted).
+  const Freed *seen = nullptr;
+  for (const Freed &f : freed_)
+    if (ticket <= f.last_job && va >= f.va && va - f.va < f.m.size &&
+        (!seen || f.last_job < seen->last_job))
+      seen = &f;
+  if (seen) {
+    *start = seen->va;
+    return &seen->m;
+  }
+  auto it = maps_.upper_bound(va);
+  if (it == maps_.begin()) return nullptr;
+  --it;
+  if (va - it->first >= it->second.size) return nullptr;
+  *start = it->first;
+  return &it->second;
+}
+
 bool GpuVm::resolve(uint64_t va, uint64_t len, VmAccess access, std::vector<VmPiece> &out,
-                    VmFault &fault, uint64_t injected_va, uint64_t injected_len) const {
+                    VmFault &fault, uint64_t injected_va, uint64_t injected_len,
+                    uint64_t ticket) const {
   out.clear();
   if (len == 0) return true;
   va = canon(va);
@@ -165,14 +220,14 @@ bool GpuVm::resolve(uint64_t va, uint64_t len, VmAccess access, std::vector<VmPi
   std::lock_guard lk(mu_);
   uint64_t at = va;
   const uint64_t end = va + len;
-  auto it = maps_.upper_bound(at);
-  if (it != maps_.begin()) --it;
   while (at < end) {
-    if (it == maps_.end() || it->first > at || it->first + it->second.size <= at) {
+    uint64_t start = 0;
+    const Mapping *found = find_locked(at, ticket, &start);
+    if (!found) {
       fault = make_fault(at, access, true);
       return false;
     }
-    const Mapping &m = it->second;
+    const Mapping &m = *found;
     const bool prt = (m.flags & AMDGPU_VM_PAGE_PRT) != 0;
     // A read-only userptr has no writeable PTE whatever GEM_VA asked for (amdgpu_ttm_tt_pte_flags).
     const bool readonly_pages = m.bo && m.bo->backing()->gpu_readonly();
@@ -180,10 +235,9 @@ bool GpuVm::resolve(uint64_t va, uint64_t len, VmAccess access, std::vector<VmPi
       fault = make_fault(at, access, false);
       return false;
     }
-    const uint64_t piece = std::min(end, it->first + m.size) - at;
-    out.push_back(VmPiece{prt ? nullptr : m.bo->backing(), m.offset + (at - it->first), piece});
+    const uint64_t piece = std::min(end, start + m.size) - at;
+    out.push_back(VmPiece{prt ? nullptr : m.bo->backing(), m.offset + (at - start), piece});
     at += piece;
-    ++it;
   }
   return true;
 }

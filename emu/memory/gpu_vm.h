@@ -3,9 +3,11 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <vector>
 
 #include "memory/buffer_object.h"
@@ -36,8 +38,41 @@ struct VmPiece {
   uint64_t len;
 };
 
+// What a job that sees only the VM's current mappings passes as its ticket (user queues, tests).
+inline constexpr uint64_t kNoVmTicket = std::numeric_limits<uint64_t>::max();
+
 class GpuVm {
  public:
+  // A submission's place among the VM's jobs, from its CS until it is done. A mapping removed
+  // while older jobs are in flight stays visible to them: the kernel clears freed page-table
+  // entries only after the VM's command submissions in flight have finished
+  // (amdgpu_vm_clear_freed(): "Implicitly sync to command submissions in the same VM before
+  // unmapping", AMDGPU_SYNC_EQ_OWNER on the root page directory's reservation; the same for a
+  // mapping replaced or dropped with its object's last handle, amdgpu_vm_bo_del()).
+  class Ticket {
+   public:
+    Ticket() = default;
+    explicit Ticket(std::shared_ptr<GpuVm> vm) : vm_(std::move(vm)), seq_(vm_->begin_job()) {}
+    Ticket(Ticket &&o) noexcept : vm_(std::move(o.vm_)), seq_(o.seq_) {}
+    Ticket &operator=(Ticket &&o) noexcept {
+      end();
+      vm_ = std::move(o.vm_);
+      seq_ = o.seq_;
+      return *this;
+    }
+    ~Ticket() { end(); }
+    uint64_t seq() const { return vm_ ? seq_ : kNoVmTicket; }
+    // The job is done: what was unmapped since it was submitted may now go.
+    void end() {
+      if (vm_) vm_->end_job(seq_);
+      vm_.reset();
+    }
+
+   private:
+    std::shared_ptr<GpuVm> vm_;
+    uint64_t seq_ = 0;
+  };
+
   // GEM_VA operations on page-aligned, validated arguments; return 0 or -errno as the kernel does.
   int map(std::shared_ptr<BufferObject> bo, uint64_t va, uint64_t offset, uint64_t size,
           uint32_t flags);
@@ -55,8 +90,12 @@ class GpuVm {
 
   // Resolves an access; false with `fault` filled when any byte is unmapped or not permitted.
   // `injected` is a VA range the configuration declares faulting.
+  // `ticket`: the job's Ticket::seq(); mappings removed after it was submitted still resolve.
   bool resolve(uint64_t va, uint64_t len, VmAccess access, std::vector<VmPiece> &out,
-               VmFault &fault, uint64_t injected_va = 0, uint64_t injected_len = 0) const;
+               VmFault &fault, uint64_t injected_va = 0, uint64_t injected_len = 0,
+               uint64_t ticket = kNoVmTicket) const;
+  // Mappings removed but still visible to jobs in flight (tests).
+  size_t deferred_unmaps() const;
 
   void record_fault(const VmFault &f);
   VmFault last_fault() const;
@@ -70,12 +109,27 @@ class GpuVm {
     uint64_t offset;
     uint32_t flags;
   };
+  // A removed mapping jobs submitted up to `last_job` still see.
+  struct Freed {
+    uint64_t va;
+    Mapping m;
+    uint64_t last_job;
+  };
   int insert_locked(std::shared_ptr<BufferObject> bo, uint64_t va, uint64_t offset, uint64_t size,
                     uint32_t flags);
   void clear_locked(uint64_t va, uint64_t size);
+  // Every removal goes through here: kept while an older job is in flight.
+  void retire_locked(uint64_t va, const Mapping &m);
+  uint64_t begin_job();
+  void end_job(uint64_t seq);
+  // The mapping a job with `ticket` sees at `va` (start VA in *start), or null.
+  const Mapping *find_locked(uint64_t va, uint64_t ticket, uint64_t *start) const;
 
   mutable std::mutex mu_;
   std::map<uint64_t, Mapping> maps_;  // by start VA (48-bit)
+  std::vector<Freed> freed_;          // usually empty: only while jobs older than a removal run
+  std::set<uint64_t> in_flight_;      // tickets of jobs not yet done
+  uint64_t jobs_ = 0;                 // tickets handed out
   VmFault fault_;
 };
 

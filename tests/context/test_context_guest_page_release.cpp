@@ -2,10 +2,10 @@
 // mapping's page-table entries only after the VM's submissions in flight finish
 // (amdgpu_vm_clear_freed(): "Implicitly sync to command submissions in the same VM before
 // unmapping"), so such a job writes into the pages after the unmap returns; the guest reuses them
-// once the VMM answers the detach. So detach, unref and context destroy wait for those jobs. The
-// emulator applies an unmap at once (emu/README.md), so these tests look at the wait itself: the
-// job, held at a gate the watchdog opens 150 ms later, must be done when the call returns. It
-// writes only a marker in a BO, so it never faults whatever the unmap does.
+// once the VMM answers the detach. So detach, unref and context destroy wait for those jobs (the
+// emulator keeps an unmapped range for the jobs submitted before the unmap, as the kernel does).
+// The job, held at a gate the watchdog opens 150 ms later, writes a marker into a BO and then a
+// word into the guest pages: both must be there when the call returns, not land afterwards.
 #include <catch2/catch.hpp>
 
 #include <cerrno>
@@ -27,6 +27,8 @@ constexpr uint64_t kGate = 60 * 1024;
 constexpr uint64_t kMarker = 56 * 1024;
 constexpr uint64_t kIb = 4096;
 constexpr uint64_t kPagesVa = 1ull << 20;  // the guest pages' VA, above the BO's
+constexpr uint64_t kPageWord = 8 * 1024;   // the word of the guest pages the job writes
+constexpr uint32_t kPageValue = 0x5a5a5a5a;
 constexpr auto kOpenAfter = std::chrono::milliseconds(150);
 
 // One guest with a mapped BO (gate, marker, IB), 64 KiB of guest pages as a userptr blob, and an
@@ -48,10 +50,15 @@ struct Guest {
   uint32_t *words() const { return buf.ptr<uint32_t>(); }
   uint32_t *gate() const { return words() + kGate / 4; }
   uint32_t marker() const { return __atomic_load_n(words() + kMarker / 4, __ATOMIC_ACQUIRE); }
-  void submit_gated_job() {
+  uint32_t page_word() const {
+    return __atomic_load_n(reinterpret_cast<uint32_t *>(pages.ptr(kPageWord)), __ATOMIC_ACQUIRE);
+  }
+  // touch_pages: the job also writes kPageValue into the guest pages (mapped at submit).
+  void submit_gated_job(bool touch_pages) {
     std::vector<uint32_t> ib;
     packets::sdma_poll_mem_equal(ib, va + kGate, 1, 0xffffffffu);
     packets::sdma_write_linear(ib, va + kMarker, {1});
+    if (touch_pages) packets::sdma_write_linear(ib, va + kPagesVa + kPageWord, {kPageValue});
     packets::sdma_pad(ib);
     int32_t r;
     REQUIRE(h.submit(queue, {ContextHarness::write_ib(buf, va, ib, kIb)}, {}, &r) == 1);
@@ -80,12 +87,14 @@ TEST_CASE("detaching guest pages the GPU mapped waits for the jobs that may stil
     INFO("async " << async << " variant " << how << " round " << round);
     Guest g(async);
     REQUIRE(g.map_pages() == 0);
-    g.submit_gated_job();
+    g.submit_gated_job(true);
     if (how == 1) REQUIRE(g.h.va_unmap(g.va + kPagesVa, g.pages.bytes) == 0);
     if (how == 2) REQUIRE(g.h.queue_destroy(g.queue) == 0);
     GateWatchdog gate(g.gate(), kOpenAfter);
     g.h.ctx().detach_resource(g.pages_res);
-    CHECK(g.marker() == 1);  // the job was done when the VMM got its answer
+    // The job was done when the VMM got its answer: its write into the pages is there already.
+    CHECK(g.marker() == 1);
+    CHECK(g.page_word() == kPageValue);
     CHECK_FALSE(g.h.ctx().has_resource(g.pages_res));
   }
 }
@@ -99,10 +108,11 @@ TEST_CASE("destroying a context waits for the jobs that may reach its mapped gue
     INFO("async " << async << " round " << round);
     Guest g(async);
     REQUIRE(g.map_pages() == 0);
-    g.submit_gated_job();
+    g.submit_gated_job(true);
     GateWatchdog gate(g.gate(), kOpenAfter);
     g.h.ctx().close();
     CHECK(g.marker() == 1);
+    CHECK(g.page_word() == kPageValue);
   }
 }
 
@@ -112,7 +122,7 @@ TEST_CASE("guest pages the GPU never mapped are let go without waiting for jobs"
   REQUIRE(lockup.ok());
   const bool async = GENERATE(false, true);
   Guest g(async);
-  g.submit_gated_job();
+  g.submit_gated_job(false);
   GateWatchdog gate(g.gate());  // opened below, or in 10 s if the detach waited
   g.h.ctx().detach_resource(g.pages_res);
   CHECK(__atomic_load_n(g.gate(), __ATOMIC_ACQUIRE) == 0);

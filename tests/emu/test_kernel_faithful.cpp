@@ -860,3 +860,69 @@ TEST_CASE("FREE_CTX waits until the context's queued jobs have gone to the ring"
   CHECK(eventually([&] { return ring.marker(5) == 5; }));  // the freed context's jobs still run
   CHECK(ctx_free(fd.get(), ctx) == -EINVAL);
 }
+
+// amdgpu_vm.c amdgpu_vm_clear_freed(): "Implicitly sync to command submissions in the same VM
+// before unmapping" (amdgpu_sync_resv(..., AMDGPU_SYNC_EQ_OWNER) on the root page directory's
+// reservation, which every CS of the VM fences): the page-table entries of an unmapped range stay
+// until the VM's jobs in flight are done, so those jobs still reach the memory; a job submitted
+// after the unmap does not. The same for a range cleared (AMDGPU_VA_OP_CLEAR) and for the mappings
+// of an object whose last handle closes (amdgpu_gem_object_close() -> amdgpu_vm_bo_del()).
+TEST_CASE("an unmapped range stays visible to the VM's jobs submitted before the unmap",
+          "[kernel][vm]") {
+  Knob lockup("RVGL_EMU_LOCKUP_TIMEOUT_MS", "30000", "2000");
+  Knob stop("RVGL_EMU_VM_FAULT_STOP", "2", "0");
+  Fd fd = open_render();
+  REQUIRE(fd.get() >= 0);
+  GpuBuffer buf;
+  REQUIRE(buf.create(fd.get(), 64 * 1024, 0x800000) == 0);
+  uint32_t target = 0;
+  REQUIRE(gem_create(fd.get(), 4096, AMDGPU_GEM_DOMAIN_GTT, 0, &target) == 0);
+  auto *words = static_cast<uint32_t *>(gem_cpu_map(fd.get(), target, 4096));
+  REQUIRE(words != nullptr);
+  constexpr uint64_t kTargetVa = 0x2000000;
+  REQUIRE(gem_va(fd.get(), AMDGPU_VA_OP_MAP, target, kTargetVa, 0, 4096) == 0);
+  uint32_t ctx = 0, later = 0, after_done = 0;
+  REQUIRE(ctx_create(fd.get(), &ctx) == 0);
+  REQUIRE(ctx_create(fd.get(), &later) == 0);
+  REQUIRE(ctx_create(fd.get(), &after_done) == 0);
+  const HeldSdmaRing ring{fd.get(), ctx, buf};
+  Joiner joiner([&] { ring.open_gate(); });
+  ring.hold();
+  // Job 2, behind the gate: a write into the target.
+  std::vector<uint32_t> ib;
+  sdma::write(ib, kTargetVa, {0x1111});
+  uint64_t before_seq = 0;
+  REQUIRE(submit(fd.get(), ctx, AMDGPU_HW_IP_DMA, 0, place_ib(buf, 4096, ib), ib.size() * 4,
+                 &before_seq) == 0);
+
+  SECTION("GEM_VA UNMAP") {
+    REQUIRE(gem_va(fd.get(), AMDGPU_VA_OP_UNMAP, target, kTargetVa, 0, 4096) == 0);
+  }
+  SECTION("GEM_VA CLEAR") {
+    REQUIRE(gem_va(fd.get(), AMDGPU_VA_OP_CLEAR, 0, kTargetVa, 0, 4096) == 0);
+  }
+  SECTION("the object's last handle closed") {
+    REQUIRE(gem_close(fd.get(), target) == 0);
+    target = 0;
+  }
+  // A job submitted after it (another context, another ring: it runs now) faults.
+  auto write_after = [&](uint32_t c, uint32_t value, uint64_t ib_at) {
+    std::vector<uint32_t> w;
+    sdma::write(w, kTargetVa + 4, {value});
+    uint64_t seq = 0;
+    REQUIRE(submit(fd.get(), c, AMDGPU_HW_IP_DMA, 1, place_ib(buf, ib_at, w), w.size() * 4,
+                   &seq) == 0);
+    return wait_cs(fd.get(), c, AMDGPU_HW_IP_DMA, 1, seq, abs_timeout_ms(5000));
+  };
+  CHECK(write_after(later, 0x2222, 8192) == -ETIME);
+  CHECK(words[1] == 0);
+
+  ring.open_gate();
+  CHECK(wait_cs(fd.get(), ctx, AMDGPU_HW_IP_DMA, 0, before_seq, abs_timeout_ms(5000)) == 0);
+  CHECK(words[0] == 0x1111);  // the job from before the unmap wrote through its old mapping
+  // Its jobs done, the range is gone for everyone.
+  CHECK(write_after(after_done, 0x3333, 12288) == -ETIME);
+  CHECK(words[1] == 0);
+  munmap(words, 4096);
+  if (target) gem_close(fd.get(), target);
+}
