@@ -111,10 +111,10 @@ class ComputeContext {
   const CompletionEngine &completion_engine() const { return *engine_; }
   const EventRing &events() const { return events_; }
   uint64_t bo_list_updates() const { return memory_->bo_list_updates(); }
-  // Every kernel queue's last submitted point not yet known reached (work_snapshot.cpp): what a
-  // global fence created now must wait for; with_destroyed: destroyed queues' jobs too (what may
-  // still reach guest pages). VMM thread.
-  WorkSnapshot work_snapshot(bool with_destroyed = false) const;
+  // Every kernel queue's last submitted point not yet known reached, destroyed queues' included
+  // (work_snapshot.cpp): what a global fence created now must wait for, and what may still reach
+  // guest pages the GPU VM mapped. VMM thread.
+  WorkSnapshot work_snapshot() const;
   // The capture file, when RVGL_CAPTURE_DIR is set ("" otherwise).
   std::string capture_path() const { return capture_ ? capture_->path() : std::string(); }
 

@@ -23,7 +23,7 @@ void ComputeContext::detach_resource(uint32_t res_id) {
   // Taken before the unmap: every job submitted while the pages were mapped. Conservative for
   // pages the guest unmapped (VA_UNMAP) before later jobs, which cannot reach them.
   WorkSnapshot reaching;
-  if (memory_->guest_pages_gpu_mapped(res_id)) reaching = work_snapshot(/*with_destroyed=*/true);
+  if (memory_->guest_pages_gpu_mapped(res_id)) reaching = work_snapshot();
   memory_->detach_resource(res_id);
   wait_for_guest_page_users(reaching);
 }

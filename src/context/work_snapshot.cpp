@@ -19,15 +19,15 @@ void add_unfinished(const KernelQueue &q, std::vector<WorkSnapshot::Point> *poin
 
 }  // namespace
 
-WorkSnapshot ComputeContext::work_snapshot(bool with_destroyed) const {
+WorkSnapshot ComputeContext::work_snapshot() const {
   std::vector<WorkSnapshot::Point> points;
   queues_.for_each([&](uint32_t, const Queue &q) {
     // User queues: the guest owns the ring and tracks its own progress.
     if (q.kernel) add_unfinished(*q.kernel, &points);
   });
-  if (with_destroyed)
-    for (const auto &d : draining_)
-      add_unfinished(d.watch->queue(), &points);
+  // A destroyed queue's jobs were submitted ahead too, and may still run (QUEUE_DESTROY).
+  for (const auto &d : draining_)
+    add_unfinished(d.watch->queue(), &points);
   if (points.empty()) return {};
   return WorkSnapshot(dev_, std::move(points));
 }

@@ -1,8 +1,9 @@
-// The GPU work a context had submitted at one moment: for each kernel queue with work, its
-// timeline and the last point submitted. vrend-hooks takes one per ROCM context when the VMM
-// creates a global (ctx0) fence, and holds the fence until every snapshot is reached, so a VMM
-// without context fences (callbacks version 1 or 2) never sees a fence retire before ROCm work
-// submitted ahead of it (issue 15, point 1).
+// The GPU work a context had submitted at one moment: for each kernel queue with work (a
+// destroyed one whose jobs may still run included), its timeline and the last point submitted.
+// vrend-hooks takes one per ROCM context when the VMM creates a global (ctx0) fence, and holds
+// the fence until every snapshot is reached, so a VMM without context fences (callbacks version 1
+// or 2) never sees a fence retire before ROCm work submitted ahead of it (issue 15, point 1). The
+// context takes one when it hands back guest pages the GPU VM mapped (guest_page_release.cpp).
 //
 // Taken on the VMM's thread (it reads the context's queue table); asked and waited on from any
 // thread: it holds its own references to the timelines and the device, so it outlives the

@@ -146,6 +146,11 @@ class RocmGuest {
     if (rsp.hdr.result) throw std::runtime_error("QUEUE_CREATE " + std::to_string(rsp.hdr.result));
     return rsp.queue;
   }
+  int32_t queue_destroy(uint32_t queue) {
+    rvgl_req_queue_destroy r{};
+    r.queue = queue;
+    return call<rvgl_rsp_queue_destroy>(RVGL_CMD_QUEUE_DESTROY, r).hdr.result;
+  }
   // One IB of `dwords` at `ib_va`, after `waits`; returns the seq.
   uint64_t submit(uint32_t queue, uint64_t ib_va, size_t dwords,
                   const std::vector<rvgl_wait> &waits = {}) {

@@ -204,3 +204,35 @@ TEST_CASE(
   CHECK(vmm.written_inside_create() == 0);
   virgl_renderer_context_destroy(g.ctx_id());
 }
+
+TEST_CASE("a global fence waits for the work of a queue destroyed before it", "[global-1000]") {
+  // QUEUE_DESTROY returns at once, its jobs still running: they were submitted ahead of the fence.
+  MiniVmm vmm({"qemu-10.0", 1, VIRGL_RENDERER_NO_VIRGL, false, false, 8, nullptr, false, false,
+               false, false});
+  REQUIRE(vmm.result() == 0);
+  RocmGuest g(10, 100);
+  g.start();
+  const uint64_t va = g.caps().va_start;
+  auto [buf_bo, buf_res] = g.bo_blob(2 * kSize, RVGL_DOMAIN_GTT);
+  auto [ib_bo, ib_res] = g.bo_blob(kSize, RVGL_DOMAIN_GTT);
+  auto *ib = static_cast<uint32_t *>(g.map(ib_res, kSize));
+  REQUIRE(g.va_map(buf_bo, 0, va, 2 * kSize) == 0);
+  REQUIRE(g.va_map(ib_bo, 0, va + 2 * kSize, kSize, RVGL_VA_FLAG_READ | RVGL_VA_FLAG_EXECUTE) == 0);
+  std::vector<uint32_t> copy;
+  pk::sdma_copy_linear(copy, va + kSize, va, static_cast<uint32_t>(kSize));
+  pk::sdma_pad(copy);
+  std::memcpy(ib, copy.data(), copy.size() * 4);
+  for (uint32_t round = 1; round <= 3; ++round) {
+    INFO("round " << round);
+    const uint32_t q = g.queue_create(RVGL_IP_SDMA, 1);
+    REQUIRE(rvgl_emu_set_knob("RVGL_EMU_JOB_LATENCY_US", "200000") == 0);
+    const uint64_t jobs = MiniVmm::jobs_completed();
+    g.submit(q, va + 2 * kSize, copy.size());
+    REQUIRE(g.queue_destroy(q) == 0);
+    REQUIRE(vmm.fence(0, 0, round) == 0);
+    REQUIRE(vmm.run_until([&] { return vmm.newest_global() >= round; }));
+    CHECK(MiniVmm::jobs_completed() == jobs + 1);  // the copy was done when the VMM was told
+    REQUIRE(rvgl_emu_set_knob("RVGL_EMU_JOB_LATENCY_US", "0") == 0);
+  }
+  virgl_renderer_context_destroy(g.ctx_id());
+}
