@@ -34,8 +34,9 @@ int32_t ComputeContext::cmd_queue_create(const Request &req, Response &rsp) {
   if (queues_.size() + draining_.size() >= limits_.max_queues) return -ENOSPC;
   // Queues of many contexts together could take the descriptors the VMM keeps for itself (the
   // per-context quota does not see the others): refused before any is spent. A kernel queue
-  // holds one (its completion watch's eventfd) and, while the engine takes its timeline, one more
-  // (the syncobj's export).
+  // holds one (its completion watch's eventfd; the engine's import of its timeline takes another
+  // for a moment, closed before the eventfd is made), and on the emulated kernel one more (its
+  // user fence page's memfd, which a kernel does not spend).
   if (descriptor_left_ && !descriptor_left_(2)) return -EMFILE;
 
   auto entry = std::make_shared<Queue>();

@@ -142,10 +142,14 @@ int CompletionEngine::insert(uint32_t handle, Watch *w, uint64_t *id) {
 }
 
 int CompletionEngine::add(const SyncTimeline &timeline, Watch *w, uint64_t *id) {
-  UniqueFd fd;
-  if (int err = timeline.device()->syncobj_export(timeline.handle(), &fd)) return err;
   uint32_t handle = 0;
-  if (int err = dev_->syncobj_import(fd.get(), &handle)) return err;
+  {
+    // Closed before the watch's eventfd is made: a queue never holds two more descriptors at
+    // once, which is what QUEUE_CREATE checks are left (handlers_queue.cpp).
+    UniqueFd fd;
+    if (int err = timeline.device()->syncobj_export(timeline.handle(), &fd)) return err;
+    if (int err = dev_->syncobj_import(fd.get(), &handle)) return err;
+  }
   return insert(handle, w, id);
 }
 
