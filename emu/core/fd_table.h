@@ -10,7 +10,7 @@
 
 #include "core/fast_state.h"
 #include "core/open_file.h"
-#include "util/unique_fd.h"
+#include "sync/eventfd_ref.h"
 
 namespace rvgl::emu {
 
@@ -28,10 +28,11 @@ class FdTable {
   void set(int fd, std::shared_ptr<OpenFile> f) {
     if (fd < 0) return;
     // An eventfd still known at a number that is now ours (closed around libc): forgotten, and
-    // our reference goes after the unlock.
-    std::shared_ptr<UniqueFd> stale;
+    // our reference goes after the unlock. The number is another file now: nothing is kept
+    // through it.
+    std::shared_ptr<EventfdRef> stale;
     std::lock_guard lk(mu_);
-    stale = drop_eventfd_locked(fd);
+    stale = drop_eventfd_locked(fd, /*still_the_eventfd=*/false);
     if (fd < fast::kMarkedFds)
       __atomic_store_n(&fast::g_fd_marks[fd], 1, __ATOMIC_RELEASE);
     else if (!files_.count(fd))
@@ -40,9 +41,9 @@ class FdTable {
   }
   // Also forgets a known eventfd at that number (the number was closed or is being replaced).
   std::shared_ptr<OpenFile> take(int fd) {
-    std::shared_ptr<UniqueFd> eventfd;  // our reference goes after the unlock
+    std::shared_ptr<EventfdRef> eventfd;  // our reference goes after the unlock
     std::lock_guard lk(mu_);
-    eventfd = drop_eventfd_locked(fd);
+    eventfd = drop_eventfd_locked(fd, true);
     if (eventfd) __atomic_store_n(&fast::g_fd_marks[fd], 0, __ATOMIC_RELEASE);
     auto it = files_.find(fd);
     if (it == files_.end()) return nullptr;
@@ -55,27 +56,37 @@ class FdTable {
     return f;
   }
 
-  // Eventfds of the caller that SYNCOBJ_EVENTFD verified, by fd number, each with our own
-  // reference (the kernel's registration holds the eventfd context, not the number). The number
+  // Eventfds of the caller that SYNCOBJ_EVENTFD verified, by fd number, each with our hold on it
+  // (sync/eventfd_ref.h: no descriptor of ours while the number is the eventfd; the kernel's
+  // registration holds the eventfd context, not a number). The number
   // is marked as the emulator's own fds are, so a close, dup2/dup3 onto it or close_range comes
   // through the interposer and forgets it (take(), forget_eventfds()); a re-arm then trusts the
   // number without a system call, as eventfd_ctx_fdget() makes none. A number closed behind
   // libc's back (a raw syscall) goes unseen: the same limit as for the emulator's own fds. Only
   // numbers below the byte map's size are kept.
-  std::shared_ptr<UniqueFd> known_eventfd(int fd) const {
+  std::shared_ptr<EventfdRef> known_eventfd(int fd) const {
     std::lock_guard lk(mu_);
     auto it = eventfds_.find(fd);
     return it == eventfds_.end() ? nullptr : it->second;
   }
-  void remember_eventfd(int fd, std::shared_ptr<UniqueFd> own) {
-    if (fd < 0 || fd >= fast::kMarkedFds) return;
+  // False when the number cannot be watched (the caller then needs a descriptor of its own).
+  bool remember_eventfd(int fd, std::shared_ptr<EventfdRef> ref) {
+    if (fd < 0 || fd >= fast::kMarkedFds) return false;
     std::lock_guard lk(mu_);
-    if (files_.count(fd)) return;  // an emulator fd is never an eventfd of the caller
-    eventfds_[fd].swap(own);       // a replaced reference goes after the unlock
+    if (files_.count(fd)) return false;  // an emulator fd is never an eventfd of the caller
+    eventfds_[fd].swap(ref);             // a replaced reference goes after the unlock
     __atomic_store_n(&fast::g_fd_marks[fd], 1, __ATOMIC_RELEASE);
+    return true;
+  }
+  // The number is about to be replaced (dup2/dup3 onto it): forgotten while it is still the
+  // eventfd, so a registration that needs the file keeps it.
+  void forget_eventfd(int fd) {
+    std::shared_ptr<EventfdRef> gone;  // after the unlock
+    std::lock_guard lk(mu_);
+    gone = drop_eventfd_locked(fd, true);
   }
   void forget_eventfds(unsigned first, unsigned last) {
-    std::vector<std::shared_ptr<UniqueFd>> gone;  // after the unlock
+    std::vector<std::shared_ptr<EventfdRef>> gone;  // after the unlock
     std::lock_guard lk(mu_);
     for (auto it = eventfds_.begin(); it != eventfds_.end();) {
       const auto fd = static_cast<unsigned>(it->first);
@@ -83,6 +94,7 @@ class FdTable {
         ++it;
         continue;
       }
+      it->second->detach(it->second.use_count() > 1);
       gone.push_back(std::move(it->second));
       __atomic_store_n(&fast::g_fd_marks[it->first], 0, __ATOMIC_RELEASE);
       it = eventfds_.erase(it);
@@ -103,18 +115,20 @@ class FdTable {
 
  private:
   // Takes a known eventfd at `fd` out of the table (null if none); the caller keeps the
-  // reference until after the unlock and decides the number's mark.
-  std::shared_ptr<UniqueFd> drop_eventfd_locked(int fd) {
+  // reference until after the unlock and decides the number's mark. still_the_eventfd: the number
+  // is not closed yet, so a registration holding the reference keeps the file (EventfdRef).
+  std::shared_ptr<EventfdRef> drop_eventfd_locked(int fd, bool still_the_eventfd) {
     auto e = eventfds_.find(fd);
     if (e == eventfds_.end()) return nullptr;
     auto ref = std::move(e->second);
     eventfds_.erase(e);
+    ref->detach(still_the_eventfd && ref.use_count() > 1);
     return ref;
   }
 
   mutable std::mutex mu_;
   std::unordered_map<int, std::shared_ptr<OpenFile>> files_;
-  std::unordered_map<int, std::shared_ptr<UniqueFd>> eventfds_;
+  std::unordered_map<int, std::shared_ptr<EventfdRef>> eventfds_;
 };
 
 }  // namespace rvgl::emu

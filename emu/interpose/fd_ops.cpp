@@ -60,6 +60,13 @@ int close_fd_range(unsigned first, unsigned last, int flags) {
   return r;
 }
 
+void before_replace(int to) {
+  if (Emulator *e = Emulator::peek()) {
+    std::lock_guard lk(e->mutex());
+    e->fds().forget_eventfd(to);
+  }
+}
+
 void retrack_fd(int from, int to) {
   Emulator *e = Emulator::peek();
   if (!e || to < 0 || from == to) return;

@@ -55,12 +55,14 @@ int dup(int fd) noexcept {
 }
 
 int dup2(int fd, int to) noexcept {
+  if (fd != to && fast::fd_maybe_ours(to)) ops::before_replace(to);
   const int r = real::dup2(fd, to);
   if (r >= 0 && fd != to) track_duplicate(fd, to);
   return r;
 }
 
 int dup3(int fd, int to, int flags) noexcept {
+  if (fd != to && fast::fd_maybe_ours(to)) ops::before_replace(to);
   const int r = real::dup3(fd, to, flags);
   if (r >= 0) track_duplicate(fd, to);
   return r;

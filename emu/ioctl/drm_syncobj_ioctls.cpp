@@ -317,11 +317,12 @@ int check_eventfd(int fd) {
 }
 
 // The kernel's registration takes a reference on the eventfd context (eventfd_ctx_fdget(): fget
-// and an f_op check, no syscall), and the entry drops it when it fires. The emulator verifies a
-// number once (an fcntl, a /proc readlink and a dup) and keeps its reference in the fd table,
-// which forgets it when that number is closed or replaced (core/fd_table.h): a re-arm makes no
-// system call, as the kernel's makes none beyond the ioctl itself.
-std::shared_ptr<UniqueFd> eventfd_handle(int fd, int *err) {
+// and an f_op check, no syscall, no descriptor), and the entry drops it when it fires. The
+// emulator verifies a number once (an fcntl and a /proc readlink) and keeps its hold in the fd
+// table, which forgets it when that number is closed or replaced (core/fd_table.h): a re-arm
+// makes no system call, as the kernel's makes none beyond the ioctl itself, and no descriptor is
+// spent unless the number goes while a registration still needs the file (sync/eventfd_ref.h).
+std::shared_ptr<EventfdRef> eventfd_handle(int fd, int *err) {
   if (fd < 0) {
     *err = -EBADF;
     return nullptr;
@@ -329,13 +330,13 @@ std::shared_ptr<UniqueFd> eventfd_handle(int fd, int *err) {
   FdTable &fds = Emulator::get().fds();
   if (auto known = fds.known_eventfd(fd)) return known;
   if ((*err = check_eventfd(fd))) return nullptr;
-  auto own = std::make_shared<UniqueFd>(real::fcntl(fd, F_DUPFD_CLOEXEC, nullptr));
-  if (!*own) {
+  auto ref = std::make_shared<EventfdRef>(fd);
+  // A number the table cannot watch: a descriptor of our own from the start.
+  if (!fds.remember_eventfd(fd, ref) && !ref->detach(true)) {
     *err = -errno;
     return nullptr;
   }
-  fds.remember_eventfd(fd, own);
-  return own;
+  return ref;
 }
 
 }  // namespace

@@ -36,24 +36,23 @@ void Syncobj::add_point_locked(uint64_t point, std::shared_ptr<Fence> fence) {
 namespace {
 
 // eventfd_signal(): the counter goes up by one.
-void signal_eventfd(const UniqueFd &fd) {
-  const uint64_t one = 1;
+void signal_eventfd(EventfdRef &fd) {
   counters().syncobj_eventfds_signalled.fetch_add(1, std::memory_order_relaxed);
-  if (fd) (void)!::write(fd.get(), &one, sizeof(one));
+  fd.signal();
 }
 
 // syncobj_eventfd_entry_func()'s callback: the eventfd goes up once every fence the point stands
 // for has signalled. `left` is shared only when the point stands for several fences.
 class EventfdWake final : public FenceCallback {
  public:
-  EventfdWake(std::shared_ptr<UniqueFd> fd, std::shared_ptr<std::atomic<size_t>> left)
+  EventfdWake(std::shared_ptr<EventfdRef> fd, std::shared_ptr<std::atomic<size_t>> left)
       : fd_(std::move(fd)), left_(std::move(left)) {}
   void signaled() override {
     if (!left_ || left_->fetch_sub(1) == 1) signal_eventfd(*fd_);
   }
 
  private:
-  std::shared_ptr<UniqueFd> fd_;
+  std::shared_ptr<EventfdRef> fd_;
   std::shared_ptr<std::atomic<size_t>> left_;
 };
 
@@ -81,7 +80,7 @@ void Syncobj::run_eventfds_locked() {
   std::erase_if(eventfds_, [this](const EventfdEntry &e) { return try_fire_locked(e); });
 }
 
-void Syncobj::add_eventfd_locked(std::shared_ptr<UniqueFd> fd, uint64_t point,
+void Syncobj::add_eventfd_locked(std::shared_ptr<EventfdRef> fd, uint64_t point,
                                  bool available_only) {
   EventfdEntry e{std::move(fd), point, available_only};
   if (!try_fire_locked(e)) eventfds_.push_back(std::move(e));

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "sync/fence.h"
-#include "util/unique_fd.h"
+#include "sync/eventfd_ref.h"
 
 namespace rvgl::emu {
 
@@ -28,10 +28,10 @@ class Syncobj {
   bool signaled_locked(uint64_t point) const;
   // DRM_IOCTL_SYNCOBJ_QUERY: the last signaled point, or with last_submitted the last point added.
   uint64_t query_locked(bool last_submitted);
-  // DRM_IOCTL_SYNCOBJ_EVENTFD: 1 is added to the eventfd `fd` (the emulator's own handle on it)
+  // DRM_IOCTL_SYNCOBJ_EVENTFD: 1 is added to the eventfd `fd` (the emulator's hold on it)
   // once `point` is signalled, or once it exists with `available_only`; also when the point is
   // submitted later. Dropped unsignalled with the syncobj, as drm_syncobj_free() does.
-  void add_eventfd_locked(std::shared_ptr<UniqueFd> fd, uint64_t point, bool available_only);
+  void add_eventfd_locked(std::shared_ptr<EventfdRef> fd, uint64_t point, bool available_only);
   size_t pending_eventfds_locked() const { return eventfds_.size(); }
   // Registers `w` on what a wait for `point` of `s` depends on: the syncobj (a point submitted or
   // replaced) and, once the point exists, its unsignaled fences.
@@ -39,7 +39,7 @@ class Syncobj {
 
  private:
   struct EventfdEntry {
-    std::shared_ptr<UniqueFd> fd;
+    std::shared_ptr<EventfdRef> fd;
     uint64_t point;
     bool available_only;
   };

@@ -319,3 +319,53 @@ TEST_CASE("RVGL_EMU_NO_SYNCOBJ_EVENTFD=1 answers as a kernel without the ioctl",
   CHECK(register_eventfd(fd, so, 0, r.efd.get()) == 0);
   CHECK(take(r.efd.get()) == 1);
 }
+
+// drm_syncobj_eventfd_ioctl() takes a reference on the eventfd (eventfd_ctx_fdget()), not a
+// descriptor: registering spends none of the caller's RLIMIT_NOFILE. Counted while the
+// registrations wait (a VMM near its descriptor limit registers one per busy queue).
+TEST_CASE("SYNCOBJ_EVENTFD registrations spend no descriptor", "[syncobj][eventfd]") {
+  Rig r;
+  const int fd = r.fd.get();
+  uint32_t so = 0;
+  REQUIRE(drmSyncobjCreate(fd, 0, &so) == 0);
+  std::vector<Fd> efds;
+  for (int i = 0; i < 20; ++i)
+    efds.emplace_back(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
+  auto open_fds = [] {
+    int n = 0;
+    for (int i = 0; i < 4096; ++i)
+      n += fcntl(i, F_GETFD) != -1;
+    return n;
+  };
+  const int before = open_fds();
+  for (auto &e : efds)
+    REQUIRE(register_eventfd(fd, so, 0, e.get()) == 0);
+  CHECK(open_fds() == before);
+  REQUIRE(drmSyncobjSignal(fd, &so, 1) == 0);
+  for (auto &e : efds)
+    CHECK(take(e.get()) == 1);
+  CHECK(open_fds() == before);
+  drmSyncobjDestroy(fd, so);
+}
+
+// The registration follows the eventfd, not its number: a number replaced by dup2 while a
+// registration waits leaves the registration on the eventfd it named.
+TEST_CASE("SYNCOBJ_EVENTFD keeps the eventfd when its number is replaced", "[syncobj][eventfd]") {
+  Rig r;
+  const int fd = r.fd.get();
+  for (int how = 0; how < 2; ++how) {
+    INFO((how == 0 ? "dup2" : "dup3"));
+    uint32_t so = 0;
+    REQUIRE(drmSyncobjCreate(fd, 0, &so) == 0);
+    const int num = dup(r.efd.get());  // the eventfd at a number of its own
+    REQUIRE(num >= 0);
+    REQUIRE(register_eventfd(fd, so, 0, num) == 0);
+    Fd other{eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)};
+    REQUIRE((how == 0 ? dup2(other.get(), num) : dup3(other.get(), num, O_CLOEXEC)) == num);
+    REQUIRE(drmSyncobjSignal(fd, &so, 1) == 0);
+    CHECK(take(r.efd.get()) == 1);  // the eventfd registered
+    CHECK(take(other.get()) == 0);  // not what the number names now
+    close(num);
+    drmSyncobjDestroy(fd, so);
+  }
+}
