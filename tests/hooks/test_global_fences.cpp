@@ -31,6 +31,25 @@ struct Queue {
   size_t dwords;
 };
 
+// A buffer of 2 x kSize and an IB copying its first half into its second, mapped in `g`'s VM.
+struct CopyIb {
+  uint64_t va;  // the IB's
+  size_t dwords;
+};
+CopyIb one_copy(RocmGuest &g) {
+  const uint64_t va = g.caps().va_start;
+  auto [buf_bo, buf_res] = g.bo_blob(2 * kSize, RVGL_DOMAIN_GTT);
+  auto [ib_bo, ib_res] = g.bo_blob(kSize, RVGL_DOMAIN_GTT);
+  auto *ib = static_cast<uint32_t *>(g.map(ib_res, kSize));
+  REQUIRE(g.va_map(buf_bo, 0, va, 2 * kSize) == 0);
+  REQUIRE(g.va_map(ib_bo, 0, va + 2 * kSize, kSize, RVGL_VA_FLAG_READ | RVGL_VA_FLAG_EXECUTE) == 0);
+  std::vector<uint32_t> copy;
+  pk::sdma_copy_linear(copy, va + kSize, va, static_cast<uint32_t>(kSize));
+  pk::sdma_pad(copy);
+  std::memcpy(ib, copy.data(), copy.size() * 4);
+  return {va + 2 * kSize, copy.size()};
+}
+
 void run(VmmProfile p, bool vrend_wanted) {
   ScopedEnv sw("LIBGL_ALWAYS_SOFTWARE", "1");
   ScopedEnv capset("RVGL_CAPSET_ID", nullptr);
@@ -149,16 +168,7 @@ TEST_CASE("a global fence vrend signals is not held back by a later fence held f
   }
   RocmGuest g(10, 100);
   g.start();
-  const uint64_t va = g.caps().va_start;
-  auto [buf_bo, buf_res] = g.bo_blob(2 * kSize, RVGL_DOMAIN_GTT);
-  auto [ib_bo, ib_res] = g.bo_blob(kSize, RVGL_DOMAIN_GTT);
-  auto *ib = static_cast<uint32_t *>(g.map(ib_res, kSize));
-  REQUIRE(g.va_map(buf_bo, 0, va, 2 * kSize) == 0);
-  REQUIRE(g.va_map(ib_bo, 0, va + 2 * kSize, kSize, RVGL_VA_FLAG_READ | RVGL_VA_FLAG_EXECUTE) == 0);
-  std::vector<uint32_t> copy;
-  pk::sdma_copy_linear(copy, va + kSize, va, static_cast<uint32_t>(kSize));
-  pk::sdma_pad(copy);
-  std::memcpy(ib, copy.data(), copy.size() * 4);
+  const CopyIb copy = one_copy(g);
   const uint32_t q = g.queue_create(RVGL_IP_SDMA, 1);
   for (uint32_t round = 0; round < 3; ++round) {
     INFO("round " << round);
@@ -167,7 +177,7 @@ TEST_CASE("a global fence vrend signals is not held back by a later fence held f
     REQUIRE(vmm.fence(0, 0, passed) == 0);
     // Long enough that vrend's next poll comes first even under a sanitizer on a loaded machine.
     REQUIRE(rvgl_emu_set_knob("RVGL_EMU_JOB_LATENCY_US", "1500000") == 0);
-    g.submit(q, va + 2 * kSize, copy.size());
+    g.submit(q, copy.va, copy.dwords);
     const uint64_t jobs = MiniVmm::jobs_completed();
     REQUIRE(vmm.fence(0, 0, held) == 0);  // held for the copy
     // vrend's fence goes out while the copy still runs, as it would without us (vrend signals
@@ -212,22 +222,13 @@ TEST_CASE("a global fence waits for the work of a queue destroyed before it", "[
   REQUIRE(vmm.result() == 0);
   RocmGuest g(10, 100);
   g.start();
-  const uint64_t va = g.caps().va_start;
-  auto [buf_bo, buf_res] = g.bo_blob(2 * kSize, RVGL_DOMAIN_GTT);
-  auto [ib_bo, ib_res] = g.bo_blob(kSize, RVGL_DOMAIN_GTT);
-  auto *ib = static_cast<uint32_t *>(g.map(ib_res, kSize));
-  REQUIRE(g.va_map(buf_bo, 0, va, 2 * kSize) == 0);
-  REQUIRE(g.va_map(ib_bo, 0, va + 2 * kSize, kSize, RVGL_VA_FLAG_READ | RVGL_VA_FLAG_EXECUTE) == 0);
-  std::vector<uint32_t> copy;
-  pk::sdma_copy_linear(copy, va + kSize, va, static_cast<uint32_t>(kSize));
-  pk::sdma_pad(copy);
-  std::memcpy(ib, copy.data(), copy.size() * 4);
+  const CopyIb copy = one_copy(g);
   for (uint32_t round = 1; round <= 3; ++round) {
     INFO("round " << round);
     const uint32_t q = g.queue_create(RVGL_IP_SDMA, 1);
     REQUIRE(rvgl_emu_set_knob("RVGL_EMU_JOB_LATENCY_US", "200000") == 0);
     const uint64_t jobs = MiniVmm::jobs_completed();
-    g.submit(q, va + 2 * kSize, copy.size());
+    g.submit(q, copy.va, copy.dwords);
     REQUIRE(g.queue_destroy(q) == 0);
     REQUIRE(vmm.fence(0, 0, round) == 0);
     REQUIRE(vmm.run_until([&] { return vmm.newest_global() >= round; }));
