@@ -88,16 +88,13 @@ class FdTable {
   void forget_eventfds(unsigned first, unsigned last) {
     std::vector<std::shared_ptr<EventfdRef>> gone;  // after the unlock
     std::lock_guard lk(mu_);
-    for (auto it = eventfds_.begin(); it != eventfds_.end();) {
-      const auto fd = static_cast<unsigned>(it->first);
-      if (fd < first || fd > last) {
-        ++it;
-        continue;
-      }
-      it->second->detach(it->second.use_count() > 1);
-      gone.push_back(std::move(it->second));
-      __atomic_store_n(&fast::g_fd_marks[it->first], 0, __ATOMIC_RELEASE);
-      it = eventfds_.erase(it);
+    std::vector<int> numbers;
+    for (const auto &[fd, ref] : eventfds_)
+      if (static_cast<unsigned>(fd) >= first && static_cast<unsigned>(fd) <= last)
+        numbers.push_back(fd);
+    for (int fd : numbers) {
+      gone.push_back(drop_eventfd_locked(fd, true));
+      __atomic_store_n(&fast::g_fd_marks[fd], 0, __ATOMIC_RELEASE);
     }
   }
   size_t size() const {

@@ -25,12 +25,16 @@ int lookup_job_fence(DeviceFile &f, uint32_t ctx_id, uint32_t ip, uint32_t insta
 }
 
 int get_job_fence(DeviceFile &f, uint32_t ctx_id, uint32_t ip, uint32_t instance, uint32_t ring,
-                  uint64_t seq, std::shared_ptr<Fence> &out) {
+                  uint64_t seq, std::shared_ptr<Fence> &out, ContextRef *keep) {
   ContextRef ctx = ctx_get(f, ctx_id);
   if (!ctx) return -EINVAL;
   if (int r = validate_entity(f.device, ip, instance, ring)) return r;
-  std::lock_guard lk(f.contexts.mutex());  // the context's ring_lock
-  return ctx->get_fence({ip, instance, ring}, seq, out);
+  {
+    std::lock_guard lk(f.contexts.mutex());  // the context's ring_lock
+    if (int r = ctx->get_fence({ip, instance, ring}, seq, out)) return r;
+  }
+  if (keep) *keep = std::move(ctx);
+  return 0;
 }
 
 int amdgpu_ioctl_wait_cs(DeviceFile &f, void *data) {
@@ -38,14 +42,11 @@ int amdgpu_ioctl_wait_cs(DeviceFile &f, void *data) {
   const auto in = a->in;
   // amdgpu_cs_wait_ioctl(): the context reference is held across the wait (amdgpu_ctx_put() after
   // it), so a FREE_CTX meanwhile leaves the release, and its drain, to this ioctl's end.
-  ContextRef ctx = ctx_get(f, in.ctx_id);
-  if (!ctx) return -EINVAL;
-  if (int r = validate_entity(f.device, in.ip_type, in.ip_instance, in.ring)) return r;
+  ContextRef ctx;
   std::shared_ptr<Fence> fence;
-  {
-    std::lock_guard lk(f.contexts.mutex());
-    if (int r = ctx->get_fence({in.ip_type, in.ip_instance, in.ring}, in.handle, fence)) return r;
-  }
+  if (int r =
+          get_job_fence(f, in.ctx_id, in.ip_type, in.ip_instance, in.ring, in.handle, fence, &ctx))
+    return r;
   bool signaled = true;
   if (fence) {
     signaled = fence->wait(deadline_from_amdgpu_timeout(in.timeout));

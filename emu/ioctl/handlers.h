@@ -85,9 +85,10 @@ std::unique_lock<std::mutex> ctx_mgr_lock(DeviceFile &f);
 ContextRef ctx_get(DeviceFile &f, uint32_t ctx_id);
 // amdgpu_cs_get_fence(): amdgpu_ctx_get() + amdgpu_ctx_get_fence() + amdgpu_ctx_put(): the fence
 // of (context, ring, seq), null when known signaled; -EINVAL for an unknown context or entity or a
-// sequence not yet emitted. Waits as ctx_get() does: never with the state lock held.
+// sequence not yet emitted. Waits as ctx_get() does: never with the state lock held. `keep`: the
+// context reference goes to the caller instead (amdgpu_cs_wait_ioctl() holds it across its wait).
 int get_job_fence(DeviceFile &f, uint32_t ctx_id, uint32_t ip, uint32_t instance, uint32_t ring,
-                  uint64_t seq, std::shared_ptr<Fence> &out);
+                  uint64_t seq, std::shared_ptr<Fence> &out, ContextRef *keep = nullptr);
 // The same lookup for a CS's dependency chunk, which runs with the state lock held: it takes the
 // file's context lock only, neither waits for a FREE_CTX in progress nor takes a reference.
 int lookup_job_fence(DeviceFile &f, uint32_t ctx_id, uint32_t ip, uint32_t instance, uint32_t ring,

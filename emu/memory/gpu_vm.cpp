@@ -102,11 +102,6 @@ void GpuVm::end_job(uint64_t seq) {
   std::erase_if(freed_, [oldest](const Freed &f) { return f.last_job < oldest; });
 }
 
-size_t GpuVm::deferred_unmaps() const {
-  std::lock_guard lk(mu_);
-  return freed_.size();
-}
-
 void GpuVm::clear_locked(uint64_t va, uint64_t size) {
   va = canon(va);
   const uint64_t end = va + size;

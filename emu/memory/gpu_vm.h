@@ -94,8 +94,6 @@ class GpuVm {
   bool resolve(uint64_t va, uint64_t len, VmAccess access, std::vector<VmPiece> &out,
                VmFault &fault, uint64_t injected_va = 0, uint64_t injected_len = 0,
                uint64_t ticket = kNoVmTicket) const;
-  // Mappings removed but still visible to jobs in flight (tests).
-  size_t deferred_unmaps() const;
 
   void record_fault(const VmFault &f);
   VmFault last_fault() const;

@@ -320,13 +320,12 @@ int ContextMemory::attach_foreign(uint32_t res_id, UniqueFd dmabuf, uint64_t siz
 
 bool ContextMemory::guest_pages_gpu_mapped(uint32_t res_id) const {
   auto it = resources_.find(res_id);
-  return it != resources_.end() && it->second.kind == Resource::Kind::kUserptr &&
-         it->second.object->gpu_mapped_once();
+  return it != resources_.end() && it->second.gpu_reachable_guest_pages();
 }
 
 bool ContextMemory::any_guest_pages_gpu_mapped() const {
   for (const auto &[id, r] : resources_)
-    if (r.kind == Resource::Kind::kUserptr && r.object->gpu_mapped_once()) return true;
+    if (r.gpu_reachable_guest_pages()) return true;
   return false;
 }
 

@@ -124,6 +124,10 @@ class ContextMemory {
   struct Resource {
     enum class Kind { kSharedPage, kBo, kUserptr, kForeign } kind;
     std::shared_ptr<MemoryObject> object;  // null for the shared page
+    // Guest pages a job may still reach: userptr memory that was ever mapped into the GPU VM.
+    bool gpu_reachable_guest_pages() const {
+      return kind == Kind::kUserptr && object->gpu_mapped_once();
+    }
   };
 
   int claim_bo(const BlobArgs &args, BlobExport *out);

@@ -97,7 +97,6 @@ int32_t ComputeContext::cmd_queue_destroy(const Request &req, Response &) {
     // context stays: freeing a context with queued jobs would block this thread, holding the
     // file's context lock, until they reach the ring (~KernelQueue).
     DrainingWatch d{std::move(entry->watch), entry->watch_id, entry->ring_idx, entry->last_fence};
-    entry->watch_id = 0;
     if (drained(d))
       engine_->remove(d.id);
     else

@@ -55,16 +55,16 @@ class QueueHealth final : public CompletionEngine::Watch, public ResetListener {
   // queue whose job did not write its user fence (it failed) adds a WAIT_CS, once submit() has
   // recorded that job's fence (the GPU may finish it while the CS ioctl returns: the look waits
   // for the record, and only if that takes over 100 ms classifies nothing and looks again,
-  // KernelQueue::job_error()); a queue
-  // also gets a context query when the probe says the device was reset since that queue's last
-  // one, when the kernel refused its work, or when its newest job's fence was not recorded yet
-  // (it wrote its user fence); when a job failed, every queue gets one (n + 2 + the WAIT_CSs: the
-  // probe is asked then too, so a reset that came with the failure is heard of), and the failed
-  // queue's earlier recent jobs are asked for the first failure (one WAIT_CS each). A queue whose
-  // point is known only from its user fence adds a SYNCOBJ_QUERY: a check classifies only what the
-  // kernel signalled (the fault cache lags the user fence), and is postponed by an interval while
-  // it has not. After the probe reports a reset, each job a queue had submitted by then costs a
-  // WAIT_CS once it is done (the newest 32 at most); without a probe, every job.
+  // KernelQueue::job_error()); a queue also gets a context query when the probe says the device
+  // was reset since that queue's last one, when the kernel refused its work, or when its newest
+  // job's fence was not recorded yet (it wrote its user fence); when a job failed, every queue
+  // gets one (n + 2 + the WAIT_CSs: the probe is asked then too, so a reset that came with the
+  // failure is heard of), and the failed queue's earlier recent jobs are asked for the first
+  // failure (one WAIT_CS each). A queue whose point is known only from its user fence adds a
+  // SYNCOBJ_QUERY: a check classifies only what the kernel signalled (the fault cache lags the
+  // user fence), and is postponed by an interval while it has not. After the probe reports a reset,
+  // each job a queue had submitted by then costs a WAIT_CS once it is done (the newest 32 at most);
+  // without a probe, every job.
   static constexpr int64_t kUserPollNs = 2'000'000;
   // User queues of every context of the process share one budget of looks: with more than
   // kUserPollNs / kUserPollShareNs of them, each is looked at every count x kUserPollShareNs, so
