@@ -20,6 +20,9 @@ namespace {
 
 // Only a safety net: every wakeup that matters comes from a signalled point or a rearm().
 constexpr int64_t kSafetyNetNs = 250'000'000;
+// While the kernel refuses to register or wait for a point, the thread asks for it this often:
+// never a spin on a broken device, and a completion still seen within about this.
+constexpr int kRefusedPollMs = 1;
 
 std::mutex g_engine_mu;
 std::weak_ptr<CompletionEngine> g_engine;
@@ -334,6 +337,13 @@ void CompletionEngine::run_wait() {
     if (ready.empty())
       r = dev_->syncobj_timeline_wait(handles, points, deadline,
                                       DRM_SYNCOBJ_WAIT_FLAGS_WAIT_FOR_SUBMIT, &first);
+    if (r && r != -ETIME) {
+      // Refused: the points are asked one by one (a signalled timeline point is the kernel's
+      // word as much as the wait's), so a kernel that keeps refusing the wait still lets
+      // completions through, one pass a millisecond (the sleep below).
+      for (size_t i = 0; i + 1 < ids.size(); ++i)
+        if (kernel_signalled(handles[i], points[i])) ready.push_back({ids[i], points[i], false});
+    }
     const int64_t now = monotonic_ns();
     std::lock_guard calls_held(calls_mu_);
     {
@@ -351,7 +361,7 @@ void CompletionEngine::run_wait() {
     }
     call_watches(calls);
     call_due(now);
-    if (r && r != -ETIME) usleep(1000);  // never spin on a broken device
+    if (r && r != -ETIME) usleep(kRefusedPollMs * 1000);  // never spin on a broken device
   }
 }
 
@@ -376,7 +386,22 @@ CompletionEngine::Armed CompletionEngine::arm_locked(uint64_t id, Entry &e) {
     reported_.push_back({id, done, true});
     return Armed::kReported;
   }
-  return arm_own_locked(e, p) ? Armed::kRegistered : Armed::kNo;
+  if (arm_own_locked(e, p)) return Armed::kRegistered;
+  // Refused. A kernel that keeps refusing registrations must not leave the point unseen for ever:
+  // a signalled timeline point is as much the kernel's word as its eventfd, so it is asked, and
+  // asked again on each of the thread's passes, which come every millisecond while a watch is
+  // refused (polling_).
+  if (kernel_signalled(e.handle, p)) {
+    reported_.push_back({id, p, false});
+    return Armed::kReported;
+  }
+  e.refused = true;
+  return Armed::kNo;
+}
+
+bool CompletionEngine::kernel_signalled(uint32_t handle, uint64_t p) {
+  uint64_t v = 0;
+  return dev_->syncobj_query(handle, &v) == 0 && v >= p;
 }
 
 uint64_t CompletionEngine::ended_early_locked(Entry &e, uint64_t p) {
@@ -406,15 +431,22 @@ bool CompletionEngine::arm_own_locked(Entry &e, uint64_t p) {
   if (dev_->syncobj_eventfd(e.handle, p, e.efd.get()) != 0) return false;
   ++registrations_.own;
   e.armed = p;
+  e.refused = false;
   return true;
 }
 
 bool CompletionEngine::arm_idle_locked() {
   size_t keep = 0;
+  polling_ = false;
   for (const uint64_t id : to_arm_) {
     auto it = entries_.find(id);
-    if (it == entries_.end()) continue;                                  // removed
-    if (arm_locked(id, it->second) == Armed::kNo) to_arm_[keep++] = id;  // asked again next time
+    if (it == entries_.end()) continue;  // removed
+    Entry &e = it->second;
+    e.refused = false;
+    if (arm_locked(id, e) == Armed::kNo) {
+      to_arm_[keep++] = id;  // asked again next time
+      polling_ = polling_ || e.refused;
+    }
   }
   to_arm_.resize(keep);
   return !reported_.empty();
@@ -496,8 +528,8 @@ void CompletionEngine::run_eventfd() {
     const int64_t before = monotonic_ns();
     const int64_t deadline = set_timer(false) ? before + kSafetyNetNs : next_deadline(before);
     const int64_t wait_ns = deadline - monotonic_ns();
-    const int timeout_ms =
-        ready || wait_ns <= 0 ? 0 : static_cast<int>((wait_ns + 999'999) / 1'000'000);
+    int timeout_ms = ready || wait_ns <= 0 ? 0 : static_cast<int>((wait_ns + 999'999) / 1'000'000);
+    if (polling_) timeout_ms = std::min(timeout_ms, kRefusedPollMs);
     const int n = epoll_wait(epoll_.get(), events, kBatch, timeout_ms);
     const int64_t now = monotonic_ns();
     // The rearm eventfd is read before reported_ is taken: delegated_fired() files a point and

@@ -141,6 +141,9 @@ class CompletionEngine {
     // Arm points up to this one are waited for through the kernel: the watch refused to take
     // one early (reached_early).
     uint64_t kernel_through = 0;
+    // eventfd mode: the kernel refused to register for the arm point, which had not signalled
+    // either: the thread asks again on its next pass, and soon.
+    bool refused = false;
   };
   // A point for a watch's callbacks: from the kernel (a firing, a delegated report), or found
   // early in memory (signalled_from).
@@ -176,6 +179,9 @@ class CompletionEngine {
   Armed arm_locked(uint64_t id, Entry &e);
   // Registers the engine's own eventfd of `e` for point `p` (mu_ held); false when refused.
   bool arm_own_locked(Entry &e, uint64_t p);
+  // Asks the kernel whether `handle`'s timeline has signalled `p` (one SYNCOBJ_QUERY): the way
+  // a point is seen while the kernel refuses to register or wait for it. Needs no lock.
+  bool kernel_signalled(uint32_t handle, uint64_t p);
   // eventfd mode: moves the points of the fired watches among `events` and the delegated points
   // reported to this thread into fired_ (mu_ held; the watches are called after, under calls_mu_).
   void take_fired_locked(const epoll_event *events, int n);
@@ -232,6 +238,9 @@ class CompletionEngine {
   // eventfd mode, the engine thread's alone: the calls of one wakeup, kept so a wakeup allocates
   // nothing.
   std::vector<Call> fired_;
+  // eventfd mode: a watch on to_arm_ was refused by the kernel (arm_idle_locked): the next pass
+  // comes within kRefusedPollMs rather than the safety net.
+  bool polling_ = false;
   uint64_t next_id_ = 1;
   uint64_t wake_point_ = 0;
   uint64_t wakeups_ = 0;
