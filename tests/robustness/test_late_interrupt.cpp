@@ -41,6 +41,10 @@ struct TwoQueues {
   ContextHarness::HostBuffer data, ib;
   uint64_t va = 0, fault_va = 0;
   uint32_t a = 0, b = 0;
+  // The emulator's job counters before this context's jobs: user-queue batches of earlier tests
+  // count as completed but were never submitted through CS, so only the differences are this
+  // test's.
+  const rvgl_emu_counters start = emu_counters();
   TwoQueues(uint32_t ctx_id, bool async) : h(test_config(), async, ctx_id) {
     h.create_shmem();
     va = h.capset().va_start;
@@ -89,9 +93,10 @@ struct TwoQueues {
     const auto sb = h.queue_state(b);
     CHECK(sb.state == RVGL_QUEUE_STATE_OK);
     CHECK(sb.flags == 0);
-    REQUIRE(wait_for([] {
+    REQUIRE(wait_for([&] {
       const auto c = emu_counters();
-      return c.jobs_completed + c.jobs_failed == c.jobs_submitted;
+      return (c.jobs_completed - start.jobs_completed) + (c.jobs_failed - start.jobs_failed) ==
+             c.jobs_submitted - start.jobs_submitted;
     }));
   }
 };

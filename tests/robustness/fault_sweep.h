@@ -1,0 +1,86 @@
+// The fault-injection sweep of the robustness suite (issue 7): a scripted guest workload is run
+// clean to learn which kernel calls it makes (the emulator counts every thread's calls per
+// RVGL_EMU_FAIL name), then once per call with that call failing with EIO. Every run must end with
+// the work done or the guest told (an errno, an event or a lost queue), with the kernel's errno as
+// it was; every fence the VMM made must retire, error or not, and only once; and the kernel and
+// the host are left with nothing of ours. The workloads (test_fault_sweep*.cpp) say what a run
+// does; this file is what every run is held to.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "robustness/robust_support.h"
+
+namespace rvgl::test::sweep {
+
+struct FenceMade {
+  uint32_t ring;
+  uint64_t id;
+  uint64_t point;  // the work's seq when the fence was made (0: none), for the failure message
+};
+
+struct Outcome {
+  bool data_ok = false;
+  std::vector<std::string> told;  // each way the guest or the VMM was told, with its errno
+  std::vector<int32_t> errnos;    // every non-zero result the guest or the VMM got
+  // Fences made that had not retired by the deadline, and any delivered twice or never made.
+  std::vector<std::string> unretired;
+  std::string harness_error;  // the test's own failure: never counts as "told"
+};
+
+// What every workload's guest does to report: a result it got, its fences, its queues' state and
+// its events.
+class SweepGuest {
+ public:
+  SweepGuest(bool async, uint32_t ctx_id) : async_(async), ctx_id_(ctx_id) {}
+  virtual ~SweepGuest() = default;
+
+  Outcome run();
+
+ protected:
+  virtual void run_guest() = 0;
+  // A guest-visible result: non-zero means the guest got an errno.
+  bool failed(const char *what, int32_t r);
+  // The guest saw something go wrong that carries an errno (a lost queue's error).
+  void told(std::string what, int32_t err);
+  // Makes the fences (each failure is told), waits for them all, and checks that exactly the
+  // fences made were delivered, each once. False when any was refused or did not retire.
+  bool fences(ContextHarness &h, const std::vector<FenceMade> &want);
+  // QUEUE_STATE of each queue (0: none): false when one is lost or the request failed.
+  bool queues_ok(ContextHarness &h, const std::vector<uint32_t> &queues);
+  // The events the host posted: each one is something the guest was told.
+  bool no_events(ContextHarness &h);
+  bool shared_page(ContextHarness &h);
+  // A CPU-visible buffer as a guest makes one: BO_CREATE, then the VMM's blob claim and map.
+  std::optional<ContextHarness::HostBuffer> mapped_bo(ContextHarness &h, uint64_t size,
+                                                      uint32_t domain = RVGL_DOMAIN_GTT);
+
+  bool async_;
+  uint32_t ctx_id_;
+  Outcome o_;
+
+ private:
+  uint64_t blob_id_ = 0;
+};
+
+// Builds a guest for one run (async: fence callbacks; otherwise poll mode).
+using Workload = std::function<std::unique_ptr<SweepGuest>(bool async)>;
+
+// How a run's injected call fails.
+enum class Failure {
+  kOnce,       // that call alone (NAME:N:EIO)
+  kFromThenOn  // that call and every later one of its name (NAME:N+:EIO): a kernel that keeps
+               // refusing, so the host's cleanup and retries meet the error too
+};
+
+// The clean runs, then a run per call of each name with that call failing; `variant` names the
+// test case's setting and `base_rule` (RVGL_EMU_FAIL) holds in every run.
+void sweep(const Workload &workload, bool async, const std::string &variant = "",
+           const std::string &base_rule = "", Failure failure = Failure::kOnce);
+
+}  // namespace rvgl::test::sweep
