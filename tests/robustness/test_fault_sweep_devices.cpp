@@ -107,7 +107,12 @@ class DevicesGuest final : public SweepGuest {
       blob_iov.push_back({ram.page(2 * i), kPage});
     const iovec spm_iov{ram.page(kSpmFirstPage), kSpmBytes};
 
-    SpmReaper::instance().drain();  // the last run's SPM is free again
+    // A released SPM is finished on the reaper's thread, which holds its session's descriptors
+    // until then: drained before the run ends (after the context is gone, this being declared
+    // first), so what a run leaves is never caught half-finished, by the sweep's baseline either.
+    struct DrainSpmAtEnd {
+      ~DrainSpmAtEnd() { SpmReaper::instance().drain(); }
+    } drain_spm_at_end;
     std::optional<ContextHarness> ctx;
     try {
       ctx.emplace(test_config(), async_, kCtxId);
