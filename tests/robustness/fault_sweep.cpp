@@ -245,9 +245,16 @@ bool SweepGuest::no_events(ContextHarness &h) {
   return none;
 }
 
-bool SweepGuest::shared_page(ContextHarness &h) {
+ContextHarness *SweepGuest::open_context(std::optional<ContextHarness> &ctx, bool *page_ok) {
+  try {
+    ctx.emplace(test_config(), async_, ctx_id_);
+  } catch (const ContextCreateError &e) {
+    failed("context create", e.err);
+    return nullptr;
+  }
   uint32_t res_id;
-  return !failed("shared page create_blob", h.try_create_shmem(&res_id));
+  *page_ok = !failed("shared page create_blob", ctx->try_create_shmem(&res_id));
+  return &*ctx;
 }
 
 std::optional<ContextHarness::HostBuffer> SweepGuest::mapped_bo(ContextHarness &h, uint64_t size,

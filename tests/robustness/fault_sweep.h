@@ -55,7 +55,9 @@ class SweepGuest {
   bool queues_ok(ContextHarness &h, const std::vector<uint32_t> &queues);
   // The events the host posted: each one is something the guest was told.
   bool no_events(ContextHarness &h);
-  bool shared_page(ContextHarness &h);
+  // Creates the context (`ctx_id_`, the run's delivery mode) and its shared page; nullptr when
+  // the create failed (told). *page_ok: the shared page was made.
+  ContextHarness *open_context(std::optional<ContextHarness> &ctx, bool *page_ok);
   // A CPU-visible buffer as a guest makes one: BO_CREATE, then the VMM's blob claim and map.
   std::optional<ContextHarness::HostBuffer> mapped_bo(ContextHarness &h, uint64_t size,
                                                       uint32_t domain = RVGL_DOMAIN_GTT);

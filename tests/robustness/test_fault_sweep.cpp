@@ -39,14 +39,10 @@ class CopyGuest final : public SweepGuest {
       ram.as<uint32_t>()[i] = i * 3 + 1;
 
     std::optional<ContextHarness> ctx;
-    try {
-      ctx.emplace(test_config(), async_, kCtxId);
-    } catch (const ContextCreateError &e) {
-      failed("context create", e.err);
-      return;
-    }
-    ContextHarness &h = *ctx;
-    bool ok = shared_page(h);
+    bool ok = false;
+    ContextHarness *opened = open_context(ctx, &ok);
+    if (!opened) return;
+    ContextHarness &h = *opened;
     const uint64_t va = h.capset().va_start;
     std::optional<ContextHarness::HostBuffer> dst, ib;
     if (ok) ok = (dst = mapped_bo(h, 4 * kPage)).has_value();

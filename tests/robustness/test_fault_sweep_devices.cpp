@@ -114,14 +114,10 @@ class DevicesGuest final : public SweepGuest {
       ~DrainSpmAtEnd() { SpmReaper::instance().drain(); }
     } drain_spm_at_end;
     std::optional<ContextHarness> ctx;
-    try {
-      ctx.emplace(test_config(), async_, kCtxId);
-    } catch (const ContextCreateError &e) {
-      failed("context create", e.err);
-      return;
-    }
-    ContextHarness &h = *ctx;
-    bool ok = shared_page(h);
+    bool ok = false;
+    ContextHarness *opened = open_context(ctx, &ok);
+    if (!opened) return;
+    ContextHarness &h = *opened;
     const uint64_t va = h.capset().va_start;
     // The user queue's objects (PROTOCOL.md "User queues"), the copy's destination.
     std::optional<ContextHarness::HostBuffer> dst, ring, rptr, wptr, csa, bell;
