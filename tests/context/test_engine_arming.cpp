@@ -17,9 +17,11 @@
 #include "amdgpu/render_node.h"
 #include "queue/completion_engine.h"
 #include "queue/sync_timeline.h"
+#include "support/scoped_knob.h"
 #include "support/wait_for.h"
 
 using namespace rvgl;
+using rvgl::test::ScopedKnob;
 using rvgl::test::wait_for;
 
 namespace {
@@ -122,4 +124,38 @@ TEST_CASE("engine arming: a point already finished is reported without a registr
 // (eventfd mode) or waits for it, and never offers it early again.
 TEST_CASE("engine arming: a refused early point is left to the kernel", "[context][engine]") {
   run_bursts(/*take_early=*/false, /*registrations=*/3);  // points 1, 3 (refused) and 4
+}
+
+// A kernel that refuses every SYNCOBJ_EVENTFD registration (eventfd mode) or every
+// SYNCOBJ_TIMELINE_WAIT (wait mode), as one out of memory does: each point is still reported,
+// once, through SYNCOBJ_QUERY, and no registration is counted. Before, the engine only asked again
+// for the registration and the points were never reported.
+TEST_CASE("engine arming: points the kernel refuses to register or wait for are still reported",
+          "[context][engine]") {
+  int err = 0;
+  auto dev = AmdgpuDevice::open(choose_render_node(""), &err);
+  REQUIRE(dev);
+  auto engine = CompletionEngine::acquire(*dev, &err);
+  REQUIRE(engine);
+  ScopedKnob refuse(
+      "RVGL_EMU_FAIL",
+      engine->uses_eventfd() ? "SYNCOBJ_EVENTFD:1+:ENOMEM" : "SYNCOBJ_TIMELINE_WAIT:1+:ENOMEM", "");
+  REQUIRE(refuse.ok());
+  for (int round = 0; round < 20; ++round) {
+    auto tl = SyncTimeline::create(dev, &err);
+    REQUIRE(tl);
+    ScriptedWatch w(/*take_early=*/false);  // nothing offered early: the kernel must say
+    const uint64_t registered = engine->registrations().own;
+    uint64_t id;
+    REQUIRE(engine->add(*tl, &w, &id) == 0);
+    for (uint64_t p = 1; p <= 3; ++p) {
+      w.submitted.store(p);
+      REQUIRE(dev->syncobj_timeline_signal(tl->handle(), p) == 0);
+      REQUIRE(wait_for([&] { return !w.seen().empty() && w.seen().back() == p; }));
+    }
+    engine->remove(id);
+    CHECK(w.seen() == std::vector<uint64_t>{1, 2, 3});
+    CHECK(w.offered.load() == 0);
+    CHECK(engine->registrations().own == registered);
+  }
 }
