@@ -387,8 +387,9 @@ CompletionEngine::Armed CompletionEngine::arm_locked(uint64_t id, Entry &e) {
     return Armed::kReported;
   }
   if (arm_own_locked(e, p)) return Armed::kRegistered;
-  // Refused. A kernel that keeps refusing registrations must not leave the point unseen for ever:
-  // a signalled timeline point is as much the kernel's word as its eventfd, so it is asked, and
+  // Refused (drm_syncobj_eventfd_ioctl() allocates its entry, so -ENOMEM is a real answer). A
+  // kernel that keeps refusing registrations must not leave the point unseen for ever: a
+  // signalled timeline point is as much the kernel's word as its eventfd, so it is asked, and
   // asked again on each of the thread's passes, which come every millisecond while a watch is
   // refused (polling_).
   if (kernel_signalled(e.handle, p)) {
