@@ -286,6 +286,9 @@ void sweep(const Workload &workload, bool async, const std::string &variant,
   INFO(mode);
   rvgl_emu_reset_fault_injection();
   std::optional<Baseline> base;
+  // The kernel's objects before any run: the first run's are all gone again before the baseline
+  // is taken (its descriptors cannot be compared yet, see below).
+  const rvgl_emu_counters before_runs = emu_counters();
 
   // The clean runs: what they call, and how often.
   std::map<std::string, CallRange> ranges;
@@ -303,12 +306,16 @@ void sweep(const Workload &workload, bool async, const std::string &variant,
     REQUIRE(clean.data_ok);
     // The first run opens what the emulator keeps for the process (its state directory). Its
     // context is gone, but a job the emulated kernel still finishes holds its kernel context and
-    // objects a little longer (as the kernel does): the baseline waits for no context, user queue
-    // or engine thread of ours to be left, or it would count them and no later run would match.
+    // objects a little longer (as the kernel does): the baseline waits for the kernel's objects to
+    // be as before the run, and for no engine thread, or it would count them and no later run
+    // would match.
     if (!base) {
-      REQUIRE(wait_for([] {
+      REQUIRE(wait_for([&] {
         const auto c = emu_counters();
-        return c.contexts_alive == 0 && c.userqs_alive == 0 &&
+        const auto &b = before_runs;
+        return c.bos_alive == b.bos_alive && c.userptr_alive == b.userptr_alive &&
+               c.contexts_alive == b.contexts_alive && c.syncobjs_alive == b.syncobjs_alive &&
+               c.udmabufs_alive == b.udmabufs_alive && c.userqs_alive == b.userqs_alive &&
                CompletionEngine::threads_running() == 0;
       }));
       base.emplace();
