@@ -278,8 +278,8 @@ std::optional<ContextHarness::HostBuffer> SweepGuest::mapped_bo(ContextHarness &
   return b;
 }
 
-void sweep(const Workload &workload, bool async, const std::string &variant,
-           const std::string &base_rule, Failure failure) {
+void sweep(const Workload &workload, const MustCall &must_call, bool async,
+           const std::string &variant, const std::string &base_rule, Failure failure) {
   const std::string mode = std::string(async ? "async callbacks" : "poll mode") +
                            (variant.empty() ? "" : ", ") + variant +
                            (failure == Failure::kFromThenOn ? ", failing from then on" : "");
@@ -341,6 +341,10 @@ void sweep(const Workload &workload, bool async, const std::string &variant,
              (r.max > r.min ? "-" + std::to_string(r.max) : std::string());
   std::printf("fault sweep (%s): calls of %d clean runs:%s\n", mode.c_str(), kCleanRuns,
               names.c_str());
+  for (const std::string &name : must_call) {
+    INFO("every clean run calls " << name);
+    CHECK((ranges.contains(name) && ranges[name].min >= 1));
+  }
 
   Totals t;
   uint64_t fixed_calls = 0;

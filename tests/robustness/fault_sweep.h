@@ -80,9 +80,15 @@ enum class Failure {
                // refusing, so the host's cleanup and retries meet the error too
 };
 
+// The calls a workload exists to sweep: every clean run must make each at least once, or the
+// sweep would pass without touching them (a cost model that picks another import, a feature the
+// context left out).
+using MustCall = std::vector<std::string>;
+
 // The clean runs, then a run per call of each name with that call failing; `variant` names the
 // test case's setting and `base_rule` (RVGL_EMU_FAIL) holds in every run.
-void sweep(const Workload &workload, bool async, const std::string &variant = "",
-           const std::string &base_rule = "", Failure failure = Failure::kOnce);
+void sweep(const Workload &workload, const MustCall &must_call, bool async,
+           const std::string &variant = "", const std::string &base_rule = "",
+           Failure failure = Failure::kOnce);
 
 }  // namespace rvgl::test::sweep

@@ -110,23 +110,25 @@ std::unique_ptr<SweepGuest> copy_guest(bool async) {
   return std::make_unique<CopyGuest>(async);
 }
 
+const MustCall kCopyCalls = {"CS", "GEM_USERPTR", "GEM_VA", "BO_LIST"};
+
 }  // namespace
 
 TEST_CASE("fault-injection sweep over every kernel call of a guest workload, poll mode",
           "[robust][sweep]") {
-  sweep::sweep(copy_guest, false);
+  sweep::sweep(copy_guest, kCopyCalls, false);
 }
 
 TEST_CASE("fault-injection sweep over every kernel call of a guest workload, async callbacks",
           "[robust][sweep]") {
-  sweep::sweep(copy_guest, true);
+  sweep::sweep(copy_guest, kCopyCalls, true);
 }
 
 TEST_CASE("fault-injection sweep, queues without a user fence", "[robust][sweep]") {
   // Every user fence's GEM_MMAP fails: a queue sees its completions through its timeline alone,
   // and a check asks each job's error of the kernel (WAIT_CS).
-  sweep::sweep(copy_guest, false, "no user fence", "GEM_MMAP:1+:EIO");
-  sweep::sweep(copy_guest, true, "no user fence", "GEM_MMAP:1+:EIO");
+  sweep::sweep(copy_guest, kCopyCalls, false, "no user fence", "GEM_MMAP:1+:EIO");
+  sweep::sweep(copy_guest, kCopyCalls, true, "no user fence", "GEM_MMAP:1+:EIO");
 }
 
 TEST_CASE("fault-injection sweep, fences made while the work still runs", "[robust][sweep]") {
@@ -134,13 +136,13 @@ TEST_CASE("fault-injection sweep, fences made while the work still runs", "[robu
   // retiring inside create_fence, and the health checks come after them.
   ScopedKnob latency("RVGL_EMU_JOB_LATENCY_US", "2000");
   REQUIRE(latency.ok());
-  sweep::sweep(copy_guest, false, "2 ms jobs");
-  sweep::sweep(copy_guest, true, "2 ms jobs");
+  sweep::sweep(copy_guest, kCopyCalls, false, "2 ms jobs");
+  sweep::sweep(copy_guest, kCopyCalls, true, "2 ms jobs");
 }
 
 TEST_CASE("fault-injection sweep, each call failing from then on", "[robust][sweep]") {
   // A kernel that keeps refusing (out of memory, a device gone): the host's own cleanup, its
   // retries and the completion engine's and health owner's later calls meet the error too.
-  sweep::sweep(copy_guest, false, "", "", Failure::kFromThenOn);
-  sweep::sweep(copy_guest, true, "", "", Failure::kFromThenOn);
+  sweep::sweep(copy_guest, kCopyCalls, false, "", "", Failure::kFromThenOn);
+  sweep::sweep(copy_guest, kCopyCalls, true, "", "", Failure::kFromThenOn);
 }
