@@ -8,6 +8,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -119,6 +120,10 @@ class MiniVmm {
     return threads_;
   }
 
+  // Called in the fence callback, on the thread that delivers, before the fence is recorded: a
+  // test looks there at what the guest's memory held when the VMM was told.
+  void on_retire(std::function<void(uint32_t ctx, uint64_t id)> f) { on_retire_ = std::move(f); }
+
   static uint64_t jobs_completed() {
     rvgl_emu_counters c{};
     rvgl_emu_get_counters(&c, sizeof c);
@@ -128,6 +133,7 @@ class MiniVmm {
  private:
   void record(uint32_t ctx, uint32_t ring, uint64_t id) {
     const uint64_t jobs = jobs_completed();
+    if (on_retire_) on_retire_(ctx, id);
     std::lock_guard lk(mu_);
     if (!p_.async() && in_create_) ++written_inside_create_;
     retired_.push_back({ctx, ring, id, jobs});
@@ -142,6 +148,7 @@ class MiniVmm {
   std::vector<std::thread::id> threads_;
   std::atomic<bool> in_create_{false};  // the VMM's thread is inside fence()
   int written_inside_create_ = 0;
+  std::function<void(uint32_t, uint64_t)> on_retire_;  // set before any fence
 };
 
 }  // namespace rvgl::hooks_test

@@ -1,12 +1,13 @@
 // Global fences on a VMM without context fences (issue 15, point 1): 1,000 guest fences, each
 // created after a job of random length on one of four SDMA queues of two ROCM contexts; no fence
-// may retire before every job submitted ahead of it has completed, by the emulator's own
-// job-completion record at the moment the VMM is told. The VMM retires every id <= the one
-// written (QEMU's virgl_write_fence), so each write is checked for every fence it retires.
+// may retire before every job submitted ahead of it has completed: each job writes its number
+// on its queue into guest memory, read at the moment the VMM is told. The VMM retires every id <=
+// the one written (QEMU's virgl_write_fence), so each write is checked for every fence it retires.
 #include <catch2/catch.hpp>
 
 #include <cstring>
 #include <map>
+#include <mutex>
 #include <random>
 #include <string>
 #include <vector>
@@ -24,12 +25,21 @@ namespace {
 constexpr uint64_t kSize = 16 * 1024;
 constexpr uint32_t kFences = 1000;
 
+// A queue of the 1,000-fence test: its copy's source and destination, its job marker (the
+// number of its newest job that ran, written by the job itself) and its guest's IB buffer.
 struct Queue {
   RocmGuest *guest;
   uint32_t handle;
-  uint64_t ib_va;
-  size_t dwords;
+  uint32_t guest_index;
+  uint64_t src_va, dst_va;
+  uint64_t marker_va;
+  const uint32_t *marker;  // the guest's mapping of it
+  uint64_t ib_va;          // the IB buffer's start
 };
+constexpr uint64_t kBufBytes = 4 * kSize + 4096;  // two copies' buffers, then the markers
+constexpr uint64_t kIbSlot = 128;                 // bytes of one job's IB
+constexpr uint64_t kIbBytes = 2048 * kIbSlot;     // at most 2 jobs per fence, all in one guest
+constexpr uint64_t kIbOffset = 8 * kSize;         // the IB buffer's place in the guest's VM
 
 // A buffer of 2 x kSize and an IB copying its first half into its second, mapped in `g`'s VM.
 struct CopyIb {
@@ -63,34 +73,54 @@ void run(VmmProfile p, bool vrend_wanted) {
   }
   REQUIRE(vmm->result() == 0);
 
-  // Two contexts, two SDMA queues each, every queue copying its own buffer.
+  // Two contexts, two SDMA queues each, every queue copying its own buffer. Each job is an IB of
+  // its own: the copy, then the job's number on its queue written to the queue's marker, so the
+  // guest's memory says exactly which jobs of each queue have run.
   std::vector<std::unique_ptr<RocmGuest>> guests;
   std::vector<Queue> queues;
+  std::vector<uint32_t *> ibs;
   for (uint32_t c = 0; c < 2; ++c) {
     auto g = std::make_unique<RocmGuest>(10 + c, 100 + 50 * c);
     g->start();
     const uint64_t va = g->caps().va_start;
-    auto [buf_bo, buf_res] = g->bo_blob(4 * kSize, RVGL_DOMAIN_GTT);
-    auto [ib_bo, ib_res] = g->bo_blob(kSize, RVGL_DOMAIN_GTT);
-    auto *ib = static_cast<uint32_t *>(g->map(ib_res, kSize));
-    REQUIRE(g->va_map(buf_bo, 0, va, 4 * kSize) == 0);
-    REQUIRE(g->va_map(ib_bo, 0, va + 4 * kSize, kSize, RVGL_VA_FLAG_READ | RVGL_VA_FLAG_EXECUTE) ==
-            0);
+    auto [buf_bo, buf_res] = g->bo_blob(kBufBytes, RVGL_DOMAIN_GTT);
+    auto [ib_bo, ib_res] = g->bo_blob(kIbBytes, RVGL_DOMAIN_GTT);
+    auto *buf = static_cast<uint8_t *>(g->map(buf_res, kBufBytes));
+    ibs.push_back(static_cast<uint32_t *>(g->map(ib_res, kIbBytes)));
+    REQUIRE(g->va_map(buf_bo, 0, va, kBufBytes) == 0);
+    REQUIRE(g->va_map(ib_bo, 0, va + kIbOffset, kIbBytes,
+                      RVGL_VA_FLAG_READ | RVGL_VA_FLAG_EXECUTE) == 0);
     for (uint32_t q = 0; q < 2; ++q) {
-      std::vector<uint32_t> copy;
-      pk::sdma_copy_linear(copy, va + (2 * q + 1) * kSize, va + 2 * q * kSize,
-                           static_cast<uint32_t>(kSize));
-      pk::sdma_pad(copy);
-      std::memcpy(ib + q * 256, copy.data(), copy.size() * 4);
-      queues.push_back(
-          {g.get(), g->queue_create(RVGL_IP_SDMA, 1 + q), va + 4 * kSize + q * 1024, copy.size()});
+      const uint64_t marker = 4 * kSize + 64 * q;
+      queues.push_back({g.get(), g->queue_create(RVGL_IP_SDMA, 1 + q), c, va + 2 * q * kSize,
+                        va + (2 * q + 1) * kSize, va + marker,
+                        reinterpret_cast<uint32_t *>(buf + marker), va + kIbOffset});
     }
     guests.push_back(std::move(g));
   }
 
+  // What each queue's marker held when the VMM was told of each global fence (on the thread
+  // that delivered it).
+  struct Seen {
+    uint64_t id;
+    std::vector<uint32_t> markers;
+  };
+  std::mutex seen_mu;
+  std::vector<Seen> seen;
+  vmm->on_retire([&](uint32_t ctx, uint64_t id) {
+    if (ctx != 0) return;
+    Seen s{id, {}};
+    for (const Queue &q : queues)
+      s.markers.push_back(__atomic_load_n(q.marker, __ATOMIC_ACQUIRE));
+    std::lock_guard lk(seen_mu);
+    seen.push_back(std::move(s));
+  });
+
   std::mt19937 rng(1000);
   const uint64_t jobs0 = MiniVmm::jobs_completed();
-  std::map<uint64_t, uint64_t> jobs_before;  // fence id -> jobs submitted before it
+  std::map<uint64_t, std::vector<uint32_t>> jobs_before;  // fence id -> jobs of each queue
+  std::vector<uint32_t> jobs(queues.size(), 0);
+  std::vector<uint32_t> slots(guests.size(), 0);  // IB slots used in each guest's IB buffer
   uint64_t submitted = 0;
   for (uint32_t id = 1; id <= kFences; ++id) {
     // Zero, one or two jobs before each fence, of random length (0..400 us).
@@ -98,26 +128,40 @@ void run(VmmProfile p, bool vrend_wanted) {
     for (uint32_t j = 0; j < n; ++j) {
       const std::string lat = std::to_string(rng() % 400);
       REQUIRE(rvgl_emu_set_knob("RVGL_EMU_JOB_LATENCY_US", lat.c_str()) == 0);
-      const Queue &q = queues[rng() % queues.size()];
-      q.guest->submit(q.handle, q.ib_va, q.dwords);
+      const size_t qi = rng() % queues.size();
+      const Queue &q = queues[qi];
+      std::vector<uint32_t> dw;
+      pk::sdma_copy_linear(dw, q.dst_va, q.src_va, static_cast<uint32_t>(kSize));
+      pk::sdma_write_linear(dw, q.marker_va, {++jobs[qi]});
+      pk::sdma_pad(dw);
+      const uint32_t slot = slots[q.guest_index]++;
+      REQUIRE(slot < kIbBytes / kIbSlot);
+      REQUIRE(dw.size() * 4 <= kIbSlot);
+      std::memcpy(ibs[q.guest_index] + slot * (kIbSlot / 4), dw.data(), dw.size() * 4);
+      q.guest->submit(q.handle, q.ib_va + slot * kIbSlot, dw.size());
       ++submitted;
     }
-    jobs_before[id] = submitted;
+    jobs_before[id] = jobs;
     REQUIRE(vmm->fence(0, 0, id) == 0);
     if (id % 8 == 0) virgl_renderer_poll();  // the VMM's timer between batches of commands
   }
   REQUIRE(vmm->run_until([&] { return vmm->newest_global() >= kFences; }));
   REQUIRE(rvgl_emu_set_knob("RVGL_EMU_JOB_LATENCY_US", "0") == 0);
 
-  // Every write, and every fence it retires (ids above the previous write, up to it).
+  // Every write, and every fence it retires (ids above the previous write, up to it): each job
+  // submitted before the fence, on every queue, had run when the VMM was told.
   uint64_t prev = 0, checked = 0;
-  for (const auto &r : vmm->retired()) {
-    if (r.ctx_id != 0 || r.fence_id <= prev) continue;
-    for (uint64_t id = prev + 1; id <= r.fence_id && id <= kFences; ++id, ++checked) {
-      INFO("fence " << id << " written as " << r.fence_id);
-      REQUIRE(r.jobs_completed - jobs0 >= jobs_before[id]);
+  std::lock_guard lk(seen_mu);
+  for (const Seen &w : seen) {
+    if (w.id <= prev) continue;
+    for (uint64_t id = prev + 1; id <= w.id && id <= kFences; ++id, ++checked) {
+      INFO("fence " << id << " written as " << w.id);
+      for (size_t q = 0; q < queues.size(); ++q) {
+        INFO("queue " << q);
+        REQUIRE(w.markers[q] >= jobs_before[id][q]);
+      }
     }
-    prev = r.fence_id;
+    prev = w.id;
   }
   CHECK(checked == kFences);
   CHECK(prev == kFences);
