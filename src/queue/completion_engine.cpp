@@ -341,8 +341,9 @@ void CompletionEngine::run_wait() {
       // Refused: the points are asked one by one (a signalled timeline point is the kernel's
       // word as much as the wait's), so a kernel that keeps refusing the wait still lets
       // completions through, one pass a millisecond (the sleep below).
-      for (size_t i = 0; i + 1 < ids.size(); ++i)
-        if (kernel_signalled(handles[i], points[i])) ready.push_back({ids[i], points[i], false});
+      for (size_t i = 0; i < ids.size(); ++i)
+        if (ids[i] && kernel_signalled(handles[i], points[i]))  // ids[i] 0: the wake point
+          ready.push_back({ids[i], points[i], false});
     }
     const int64_t now = monotonic_ns();
     std::lock_guard calls_held(calls_mu_);
@@ -396,8 +397,7 @@ CompletionEngine::Armed CompletionEngine::arm_locked(uint64_t id, Entry &e) {
     reported_.push_back({id, p, false});
     return Armed::kReported;
   }
-  e.refused = true;
-  return Armed::kNo;
+  return Armed::kRefused;
 }
 
 bool CompletionEngine::kernel_signalled(uint32_t handle, uint64_t p) {
@@ -432,7 +432,6 @@ bool CompletionEngine::arm_own_locked(Entry &e, uint64_t p) {
   if (dev_->syncobj_eventfd(e.handle, p, e.efd.get()) != 0) return false;
   ++registrations_.own;
   e.armed = p;
-  e.refused = false;
   return true;
 }
 
@@ -442,12 +441,9 @@ bool CompletionEngine::arm_idle_locked() {
   for (const uint64_t id : to_arm_) {
     auto it = entries_.find(id);
     if (it == entries_.end()) continue;  // removed
-    Entry &e = it->second;
-    e.refused = false;
-    if (arm_locked(id, e) == Armed::kNo) {
-      to_arm_[keep++] = id;  // asked again next time
-      polling_ = polling_ || e.refused;
-    }
+    const Armed a = arm_locked(id, it->second);
+    if (a == Armed::kNo || a == Armed::kRefused) to_arm_[keep++] = id;  // asked again next time
+    polling_ = polling_ || a == Armed::kRefused;
   }
   to_arm_.resize(keep);
   return !reported_.empty();
@@ -470,7 +466,7 @@ void CompletionEngine::delegated_fired(uint64_t id, uint64_t point, bool handled
       // The watch's point is known now: it asks for a later one.
       const Armed a = arm_locked(id, e);
       if (a == Armed::kRegistered) return;
-      if (a == Armed::kNo) to_arm_.push_back(id);
+      if (a == Armed::kNo || a == Armed::kRefused) to_arm_.push_back(id);
     } else {
       reported_.push_back({id, point, false});
     }

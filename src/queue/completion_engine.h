@@ -141,9 +141,6 @@ class CompletionEngine {
     // Arm points up to this one are waited for through the kernel: the watch refused to take
     // one early (reached_early).
     uint64_t kernel_through = 0;
-    // eventfd mode: the kernel refused to register for the arm point, which had not signalled
-    // either: the thread asks again on its next pass, and soon.
-    bool refused = false;
   };
   // A point for a watch's callbacks: from the kernel (a firing, a delegated report), or found
   // early in memory (signalled_from).
@@ -171,7 +168,9 @@ class CompletionEngine {
   // for through the kernel from then on.
   void call_watches(const std::vector<Call> &calls);
   enum class Armed {
-    kNo,          // no point now, or the kernel refused: asked again next time
+    kNo,          // no point now: asked again next time
+    kRefused,     // the kernel refused to register and the point has not signalled: asked again
+                  // within kRefusedPollMs
     kRegistered,  // an eventfd is registered for the point
     kReported,    // the point had signalled already: filed on reported_, nothing registered
   };
@@ -238,8 +237,8 @@ class CompletionEngine {
   // eventfd mode, the engine thread's alone: the calls of one wakeup, kept so a wakeup allocates
   // nothing.
   std::vector<Call> fired_;
-  // eventfd mode: a watch on to_arm_ was refused by the kernel (arm_idle_locked): the next pass
-  // comes within kRefusedPollMs rather than the safety net.
+  // eventfd mode: a watch left on to_arm_ was refused by the kernel (arm_idle_locked): the next
+  // pass comes within kRefusedPollMs rather than the safety net.
   bool polling_ = false;
   uint64_t next_id_ = 1;
   uint64_t wake_point_ = 0;
