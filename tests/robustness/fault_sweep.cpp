@@ -72,24 +72,34 @@ struct Baseline {
   std::set<int> fds = open_fds();
 };
 
+// How two readings of the kernel objects of ours that the emulator counts differ ("" when they
+// do not). `device_files`: open device files too (the first run may keep the process's own).
+std::string kernel_differences(const rvgl_emu_counters &now, const rvgl_emu_counters &then,
+                               bool device_files) {
+  std::ostringstream s;
+  const auto differs = [&](const char *what, uint64_t a, uint64_t b) {
+    if (a != b) s << what << " " << a << " (baseline " << b << ") ";
+  };
+  differs("BOs", now.bos_alive, then.bos_alive);
+  differs("userptr objects", now.userptr_alive, then.userptr_alive);
+  differs("kernel contexts", now.contexts_alive, then.contexts_alive);
+  differs("syncobjs", now.syncobjs_alive, then.syncobjs_alive);
+  if (device_files) differs("device files", now.device_files_open, then.device_files_open);
+  differs("udmabufs", now.udmabufs_alive, then.udmabufs_alive);
+  differs("user queues", now.userqs_alive, then.userqs_alive);
+  return s.str();
+}
+
 // What a run left that the baseline did not have ("" once everything is back to it).
 std::string left_behind(const Baseline &base) {
-  const auto c = emu_counters();
-  const auto &b = base.kernel;
-  std::ostringstream s;
-  const auto differs = [&](const char *what, uint64_t now, uint64_t then) {
-    if (now != then) s << what << " " << now << " (baseline " << then << ") ";
-  };
-  differs("BOs", c.bos_alive, b.bos_alive);
-  differs("userptr objects", c.userptr_alive, b.userptr_alive);
-  differs("kernel contexts", c.contexts_alive, b.contexts_alive);
-  differs("syncobjs", c.syncobjs_alive, b.syncobjs_alive);
-  differs("device files", c.device_files_open, b.device_files_open);
-  differs("udmabufs", c.udmabufs_alive, b.udmabufs_alive);
-  differs("engine threads", static_cast<uint64_t>(CompletionEngine::threads_running()), 0);
+  std::string s = kernel_differences(emu_counters(), base.kernel, true);
+  if (const int threads = CompletionEngine::threads_running())
+    s += "engine threads " + std::to_string(threads) + " (baseline 0) ";
   const std::set<int> fds = open_fds();
-  if (fds != base.fds) s << "fds " << fds.size() << " (baseline " << base.fds.size() << ")";
-  return s.str();
+  if (fds != base.fds)
+    s +=
+        "fds " + std::to_string(fds.size()) + " (baseline " + std::to_string(base.fds.size()) + ")";
+  return s;
 }
 
 // The kernel's objects are as in the baseline, and the descriptors open are some of its own but
@@ -97,13 +107,9 @@ std::string left_behind(const Baseline &base) {
 bool only_fewer_fds(const Baseline &base) {
   wait_for([&] { return left_behind(base).empty(); }, 200);
   const std::set<int> fds = open_fds();
-  const auto c = emu_counters();
-  const auto &b = base.kernel;
   return fds.size() < base.fds.size() &&
          std::includes(base.fds.begin(), base.fds.end(), fds.begin(), fds.end()) &&
-         c.bos_alive == b.bos_alive && c.userptr_alive == b.userptr_alive &&
-         c.contexts_alive == b.contexts_alive && c.syncobjs_alive == b.syncobjs_alive &&
-         c.device_files_open == b.device_files_open && c.udmabufs_alive == b.udmabufs_alive;
+         kernel_differences(emu_counters(), base.kernel, true).empty();
 }
 
 bool back_to(const Baseline &base) {
@@ -125,8 +131,8 @@ struct Totals {
 };
 
 // One run with the nth call of `name` (and with kFromThenOn every later one) failing with EIO
-// (and `base`'s rules, which the clean runs
-// had too); every promise is checked. Returns whether the call was made, and so failed.
+// (and `base`'s rules, which the clean runs had too); every promise is checked. Returns whether
+// the call was made, and so failed.
 bool injected_run(const Workload &workload, bool async, const std::string &base_rule,
                   Failure failure, const std::string &name, uint64_t n, const Baseline &base,
                   Totals &t) {
@@ -311,11 +317,7 @@ void sweep(const Workload &workload, const MustCall &must_call, bool async,
     // would match.
     if (!base) {
       REQUIRE(wait_for([&] {
-        const auto c = emu_counters();
-        const auto &b = before_runs;
-        return c.bos_alive == b.bos_alive && c.userptr_alive == b.userptr_alive &&
-               c.contexts_alive == b.contexts_alive && c.syncobjs_alive == b.syncobjs_alive &&
-               c.udmabufs_alive == b.udmabufs_alive && c.userqs_alive == b.userqs_alive &&
+        return kernel_differences(emu_counters(), before_runs, false).empty() &&
                CompletionEngine::threads_running() == 0;
       }));
       base.emplace();

@@ -7,8 +7,6 @@
 #include <catch2/catch.hpp>
 
 #include <fcntl.h>
-#include <sys/mman.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <numeric>
@@ -16,6 +14,7 @@
 
 #include "robustness/fault_sweep.h"
 #include "spm/spm_reaper.h"
+#include "support/guest_ram.h"
 
 using namespace rvgl;
 using namespace rvgl::test;
@@ -39,18 +38,11 @@ constexpr uint32_t kMarker = 0x5eed;  // the user queue's SDMA fence value, writ
 constexpr int kWorkDeadlineMs = 5000;
 
 // Guest RAM as QEMU's memory-backend-memfd holds it: sealed against shrinking (udmabuf's rule).
-struct SealedRam {
-  UniqueFd fd;
-  Mapping map;
-  explicit SealedRam(uint64_t bytes) {
-    fd.reset(memfd_create("sweep-ram-sealed", MFD_CLOEXEC | MFD_ALLOW_SEALING));
-    if (!fd || ftruncate(fd.get(), static_cast<off_t>(bytes)) ||
-        fcntl(fd.get(), F_ADD_SEALS, F_SEAL_SHRINK))
-      throw std::runtime_error("test: sealed memfd");
-    map = Mapping::map_shared(fd.get(), bytes, PROT_READ | PROT_WRITE);
-    if (!map.valid()) throw std::runtime_error("test: map guest RAM");
+struct SealedRam : GuestPages {
+  explicit SealedRam(uint64_t bytes) : GuestPages(bytes) {
+    if (fcntl(fd.get(), F_ADD_SEALS, F_SEAL_SHRINK)) throw std::runtime_error("test: seal memfd");
   }
-  uint8_t *page(uint64_t i) const { return map.as<uint8_t>() + i * kPage; }
+  uint8_t *page(uint64_t i) const { return ptr(i * kPage); }
 };
 
 class DevicesGuest final : public SweepGuest {
@@ -62,16 +54,11 @@ class DevicesGuest final : public SweepGuest {
   // shuffled order; the SPM destination is the contiguous pages after them.
   static constexpr uint64_t kSpmFirstPage = 2 * kBlobPages;
 
-  uint32_t create_userptr(ContextHarness &h, std::span<const iovec> iov, uint64_t bytes,
-                          const char *what) {
-    BlobArgs a;
-    a.res_id = h.next_res_id();
-    a.blob_mem = RVGL_BLOB_MEM_GUEST;
-    a.blob_flags = RVGL_BLOB_FLAG_USERPTR;
-    a.size = bytes;
-    a.iov = iov;
-    BlobExport e;
-    return failed(what, h.ctx().create_blob(a, &e)) ? 0 : a.res_id;
+  // A userptr blob over `iov`; 0 when refused (told).
+  uint32_t create_userptr(ContextHarness &h, std::span<const iovec> iov, const char *what) {
+    int err = 0;
+    const uint32_t res_id = userptr_blob(h, iov, &err);
+    return failed(what, err) ? 0 : res_id;
   }
 
   // SPM_SET_DEST into a response slot of its own; waits for its answer from the SPM worker.
@@ -98,7 +85,7 @@ class DevicesGuest final : public SweepGuest {
   void run_guest() override {
     SealedRam ram(kSpmFirstPage * kPage + kSpmBytes);
     for (uint64_t i = 0; i < 2 * kBlobPages * kPage / 4; ++i)
-      ram.map.as<uint32_t>()[i] = static_cast<uint32_t>(i * 7 + 3);
+      reinterpret_cast<uint32_t *>(ram.ptr())[i] = static_cast<uint32_t>(i * 7 + 3);
     std::vector<uint32_t> order(kBlobPages);
     std::iota(order.begin(), order.end(), 0u);
     std::shuffle(order.begin(), order.end(), std::mt19937(11));
@@ -124,9 +111,9 @@ class DevicesGuest final : public SweepGuest {
     for (auto *b : {&dst, &ring, &rptr, &wptr, &csa})
       if (ok) ok = (*b = mapped_bo(h, b == &dst ? kBlobBytes : kPage)).has_value();
     if (ok) ok = (bell = mapped_bo(h, kPage, RVGL_DOMAIN_DOORBELL)).has_value();
-    const uint32_t blob = ok ? create_userptr(h, blob_iov, kBlobBytes, "udmabuf blob") : 0;
+    const uint32_t blob = ok ? create_userptr(h, blob_iov, "udmabuf blob") : 0;
     ok = blob != 0;
-    const uint32_t spm_dest = ok ? create_userptr(h, {&spm_iov, 1}, kSpmBytes, "SPM blob") : 0;
+    const uint32_t spm_dest = ok ? create_userptr(h, {&spm_iov, 1}, "SPM blob") : 0;
     ok = spm_dest != 0;
 
     const uint64_t dst_va = va, blob_va = va + kMiB, ring_va = va + 2 * kMiB;
