@@ -78,6 +78,10 @@ void rvgl_emu_count_calls(void);
  * RVGL_EMU_FAIL takes (ioctl names, OPEN, MMAP, UDMABUF_CREATE, ...): "NAME COUNT" lines sorted
  * by name, written into buf NUL-terminated (cut at size - 1). Returns the whole text's length. */
 size_t rvgl_emu_call_counts(char *buf, size_t size);
+/* As rvgl_emu_call_counts(), the calls of the thread that called rvgl_emu_count_calls() only (none
+ * after rvgl_emu_reset_fault_injection()): a test's own calls, which come in program order, apart
+ * from those of the threads it started or the library runs. */
+size_t rvgl_emu_counting_thread_call_counts(char *buf, size_t size);
 /* Writes the counters to <state dir>/counters-<pid>.txt ("name value" lines, written atomically)
  * and copies that path into path_out if given. Returns 0 or -errno. */
 int rvgl_emu_write_counters_file(char *path_out, size_t path_size);

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -205,9 +206,11 @@ void rvgl_emu_count_calls(void) {
   Emulator::get().faults().count_calls();
 }
 
-size_t rvgl_emu_call_counts(char *buf, size_t size) {
+namespace {
+
+size_t write_call_counts(const std::map<std::string, uint64_t> &calls, char *buf, size_t size) {
   std::string text;
-  for (const auto &[name, n] : Emulator::get().faults().calls())
+  for (const auto &[name, n] : calls)
     text += name + " " + std::to_string(n) + "\n";
   if (buf && size) {
     const size_t n = std::min(size - 1, text.size());
@@ -215,6 +218,16 @@ size_t rvgl_emu_call_counts(char *buf, size_t size) {
     buf[n] = '\0';
   }
   return text.size();
+}
+
+}  // namespace
+
+size_t rvgl_emu_call_counts(char *buf, size_t size) {
+  return write_call_counts(Emulator::get().faults().calls(), buf, size);
+}
+
+size_t rvgl_emu_counting_thread_call_counts(char *buf, size_t size) {
+  return write_call_counts(Emulator::get().faults().counting_thread_calls(), buf, size);
 }
 
 int rvgl_emu_write_counters_file(char *path_out, size_t path_size) {

@@ -8,6 +8,7 @@
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <unordered_map>
 #include <vector>
 
@@ -20,11 +21,16 @@ class FaultInjector {
   // Counts this call of `name`; returns the errno it must fail with, or 0.
   int on_call(std::string_view name);
   void set_rules(std::vector<FailRule> rules);
-  // Counts calls from zero, as rules do, with none failing (until reset() or new rules).
+  // Counts calls from zero, as rules do, with none failing (until reset() or new rules). The
+  // calling thread's own calls are also counted apart (counting_thread_calls()), until reset().
   void count_calls();
   void reset();  // drops the rules and the call counts, and stops counting
   // The calls counted per name since the rules were set or count_calls(), by name.
   std::map<std::string, uint64_t> calls();
+  // Of those, the calls the thread that called count_calls() made. A test's own thread makes its
+  // calls in program order, so their number is the same in every run that takes the same path;
+  // other threads' calls (a completion engine's) follow the host's timing.
+  std::map<std::string, uint64_t> counting_thread_calls();
 
   std::mutex &fork_lock() { return mu_; }
 
@@ -36,6 +42,8 @@ class FaultInjector {
   bool counting_ = false;
   std::vector<FailRule> rules_;
   std::unordered_map<std::string, uint64_t> calls_;
+  std::thread::id counting_thread_;  // none unless count_calls() was called since reset()
+  std::unordered_map<std::string, uint64_t> counting_thread_calls_;
 };
 
 }  // namespace rvgl::emu

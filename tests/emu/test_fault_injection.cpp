@@ -1,6 +1,9 @@
 // Acceptance: each fault-injection knob drives the error it names.
 #include <catch2/catch.hpp>
 
+#include <string>
+#include <thread>
+
 #include "emu_test_support.h"
 #include "support/wait_for.h"
 
@@ -92,6 +95,33 @@ TEST_CASE("RVGL_EMU_FAIL fails the Nth call of a named ioctl with the errno give
     void *p = gem_cpu_map(fd.get(), h, 4096);
     CHECK(p != nullptr);
     munmap(p, 4096);
+  }
+  SECTION("counted calls: every thread's, and the counting thread's own apart") {
+    auto counts = [](size_t (*read)(char *, size_t)) {
+      std::string text(read(nullptr, 0) + 1, '\0');
+      read(text.data(), text.size());
+      return text.substr(0, text.find('\0'));
+    };
+    uint32_t v;
+    rvgl_emu_count_calls();
+    REQUIRE(query_info(fd.get(), AMDGPU_INFO_ACCEL_WORKING, &v, 4) == 0);
+    int other_rc = 0;  // Catch's assertions are for the test's thread only
+    std::thread other([&] {
+      uint32_t w;
+      for (int i = 0; i < 2; ++i)
+        other_rc |= query_info(fd.get(), AMDGPU_INFO_ACCEL_WORKING, &w, 4);
+      other_rc |= gem_create(fd.get(), 4096, AMDGPU_GEM_DOMAIN_GTT, 0, &h);
+    });
+    other.join();
+    REQUIRE(other_rc == 0);
+    CHECK(counts(rvgl_emu_call_counts) == "GEM_CREATE 1\nINFO 3\n");
+    CHECK(counts(rvgl_emu_counting_thread_call_counts) == "INFO 1\n");
+    // A rule counts from zero again, the counting thread's calls too.
+    REQUIRE(rvgl_emu_set_knob("RVGL_EMU_FAIL", "CTX:9:EIO") == 0);
+    REQUIRE(query_info(fd.get(), AMDGPU_INFO_ACCEL_WORKING, &v, 4) == 0);
+    CHECK(counts(rvgl_emu_counting_thread_call_counts) == "INFO 1\n");
+    rvgl_emu_reset_fault_injection();
+    CHECK(counts(rvgl_emu_counting_thread_call_counts).empty());
   }
   SECTION("an unknown errno or a malformed rule is refused") {
     CHECK(rvgl_emu_set_knob("RVGL_EMU_FAIL", "GEM_CREATE:0:ENOMEM") == -EINVAL);
