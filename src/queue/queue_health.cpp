@@ -689,4 +689,11 @@ uint64_t QueueHealth::checks() const {
   return checks_;
 }
 
+bool QueueHealth::settled() const {
+  std::unique_lock no_check(check_mu_, std::try_to_lock);
+  if (!no_check.owns_lock()) return false;
+  std::lock_guard lk(mu_);
+  return std::none_of(queues_.begin(), queues_.end(), [](const auto &q) { return q.second.dirty; });
+}
+
 }  // namespace rvgl

@@ -1,6 +1,7 @@
 // The fault-injection sweep of the robustness suite (issue 7): a scripted guest workload is run
 // clean to learn which kernel calls it makes (the emulator counts every thread's calls per
-// RVGL_EMU_FAIL name), then once per call with that call failing with EIO. Every run must end with
+// RVGL_EMU_FAIL name, and the guest's own thread's apart), then once per call with that call
+// failing with EIO. Every run must end with
 // the work done or the guest told (an errno, an event or a lost queue), with the kernel's errno as
 // it was; every fence the VMM made must retire, error or not, and only once; and the kernel and
 // the host are left with nothing of ours. The workloads (test_fault_sweep*.cpp) say what a run
@@ -48,8 +49,9 @@ class SweepGuest {
   bool failed(const char *what, int32_t r);
   // The guest saw something go wrong that carries an errno (a lost queue's error).
   void told(std::string what, int32_t err);
-  // Makes the fences (each failure is told), waits for them all, and checks that exactly the
-  // fences made were delivered, each once. False when any was refused or did not retire.
+  // Makes the fences (each failure is told), waits for them all and for the health owner to have
+  // classified the completions, and checks that exactly the fences made were delivered, each once.
+  // False when any was refused or did not retire.
   bool fences(ContextHarness &h, const std::vector<FenceMade> &want);
   // QUEUE_STATE of each queue (0: none): false when one is lost or the request failed.
   bool queues_ok(ContextHarness &h, const std::vector<uint32_t> &queues);
