@@ -503,7 +503,9 @@ void one_hang_of_its_queue(const char *knob, uint32_t ctx_base, int error,
       REQUIRE(g.h.fence(3, 2) == 0);
       REQUIRE(g.h.wait_fence(3, 2));
       REQUIRE(data[5] == 6);
-      const auto settled = g.h.queue_state(other);  // a check published after its records
+      // Records are posted before the state they explain is published.
+      REQUIRE(until(g, [&] { return g.h.queue_state(other).flags == RVGL_QUEUE_FLAG_INNOCENT; }));
+      const auto settled = g.h.queue_state(other);
       REQUIRE(settled.state == RVGL_QUEUE_STATE_OK);
       auto more = read_events(g.h);
       ev.insert(ev.end(), more.begin(), more.end());
@@ -542,8 +544,10 @@ void one_guilty_hang(Guest &g, std::initializer_list<uint32_t> innocent) {
     const EventCounts c = count(ev);
     return c.hang == 1 && c.reset_guilty == 1 && c.reset_other == innocent.size();
   }));
-  for (const uint32_t q : innocent)  // published after its record
-    REQUIRE(g.h.queue_state(q).flags == RVGL_QUEUE_FLAG_INNOCENT);
+  // A check posts its records before it publishes the states they explain (a guest that sees a
+  // queue lost finds why), so the record may be read before the state is there.
+  for (const uint32_t q : innocent)
+    REQUIRE(until(g, [&] { return g.h.queue_state(q).flags == RVGL_QUEUE_FLAG_INNOCENT; }));
   auto more = read_events(g.h);
   ev.insert(ev.end(), more.begin(), more.end());
   const EventCounts c = count(ev);
@@ -722,6 +726,11 @@ TEST_CASE("a GPU reset another context's hang caused reaches an idle context, 20
           auto more = read_events(idle.h);
           seen.insert(seen.end(), more.begin(), more.end());
           return count(seen).reset_other == 2;
+        }));
+        // Records are posted before the states they explain are published.
+        REQUIRE(until([&] {
+          return idle.h.queue_state(idle.compute).flags == RVGL_QUEUE_FLAG_INNOCENT &&
+                 idle.h.queue_state(idle.sdma).flags == RVGL_QUEUE_FLAG_INNOCENT;
         }));
         const auto compute = idle.h.queue_state(idle.compute);
         const auto sdma = idle.h.queue_state(idle.sdma);
