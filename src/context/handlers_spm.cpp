@@ -70,10 +70,16 @@ void ComputeContext::release_spm(uint32_t xcp) {
   if (!s) return;
   rings_[s->ring_idx()] = RingUse::kFree;
   ring_queue_[s->ring_idx()] = 0;
-  // The SPM stays ours (arbiter and kernel) until the session is gone: another context's ACQUIRE
-  // gets -EBUSY meanwhile, for at most the remaining SET_DEST timeout.
   const uint64_t key = device_key();
   const uint32_t ctx = ctx_id_;
+  // With nothing in the kernel the SPM is free when this returns; a SET_DEST under way keeps it
+  // ours (arbiter and kernel) until the reaper has finished the session: another context's
+  // ACQUIRE gets -EBUSY meanwhile, for at most the remaining SET_DEST timeout.
+  if (s->release_if_idle()) {
+    SpmArbiter::instance().release(key, xcp, ctx);
+    SpmReaper::instance().retire(std::move(s), nullptr);  // its worker is joined off this thread
+    return;
+  }
   SpmReaper::instance().retire(std::move(s),
                                [key, xcp, ctx] { SpmArbiter::instance().release(key, xcp, ctx); });
 }

@@ -91,6 +91,21 @@ SpmSession::~SpmSession() {
   }
 }
 
+bool SpmSession::release_if_idle() {
+  {
+    std::lock_guard lk(mu_);
+    // A job stays queued while the kernel runs it (run()): empty means the worker is not in the
+    // kernel, and only this thread could queue more.
+    if (!acquired_ || stop_ || !jobs_.empty()) return false;
+    stop_ = true;
+  }
+  cv_.notify_all();
+  rvgl_drm_amdgpu_spm_args spm{};
+  if (kernel_op(RVGL_AMDGPU_SPM_OP_RELEASE, &spm) != 0) return false;
+  acquired_ = false;  // the kernel stopped the stream: the last destination is free
+  return true;
+}
+
 int SpmSession::set_dest(Destination dst, uint32_t timeout_ms, uint32_t seqno, uint32_t rsp_off) {
   {
     std::lock_guard lk(mu_);

@@ -55,6 +55,13 @@ class SpmSession {
   // SpmReaper instead of destroying it themselves.
   ~SpmSession();
 
+  // Releases the kernel's SPM now when no SET_DEST is queued or in the kernel, where the kernel's
+  // RELEASE waits for nothing, so the VMM's thread may make it and the SPM is free for others
+  // when the guest's SPM_RELEASE returns. The session accepts no SET_DEST after the call. False
+  // when one is under way (or the kernel refused): the destructor releases, off that thread.
+  // Same thread as set_dest() (set_dest() alone adds work, so none can start meanwhile).
+  bool release_if_idle();
+
   // Queues a SET_DEST; they run in order, at most kMaxPending at a time (-EBUSY beyond).
   // rsp_off RVGL_RSP_NONE: no response.
   static constexpr size_t kMaxPending = 4;

@@ -85,6 +85,40 @@ TEST_CASE("SPM: one owner at a time; released by RELEASE or destroy", "[spm]") {
   CHECK(acquire(b) == 0);
 }
 
+TEST_CASE("SPM: released with nothing in the kernel, it is free for another context at once",
+          "[spm]") {
+  // proto/PROTOCOL.md, SPM_ACQUIRE: -EBUSY after a release only while a SET_DEST is still
+  // blocked in the kernel. The reaper is not drained here: each ACQUIRE must succeed as it comes.
+  ContextHarness a(test_config(), true, 1), b(test_config(), false, 2);
+  a.create_shmem();
+  b.create_shmem();
+  REQUIRE(has_spm(a));
+  auto buf_a = a.mapped_bo(64 * 1024), buf_b = b.mapped_bo(64 * 1024);
+  SpmReaper::instance().drain();
+  auto acquire_now = [](ContextHarness &h) {
+    rvgl_req_spm_acquire r{};
+    r.ring_idx = kSpmRing;
+    return h.call<rvgl_rsp_spm_acquire>(RVGL_CMD_SPM_ACQUIRE, r).hdr.result;
+  };
+  for (int round = 0; round < 200; ++round) {
+    INFO("round " << round);
+    ContextHarness &h = round % 2 ? b : a;
+    const auto &buf = round % 2 ? buf_b : buf_a;
+    REQUIRE(acquire_now(h) == 0);
+    // A stream started (its SET_DEST answered), and half the time stopped again before the
+    // release; else the release stops it (the kernel's RELEASE ends the stream).
+    rvgl_rsp_spm_set_dest rsp;
+    REQUIRE(wait_rsp(h, set_dest(h, buf.bo, 0, 64 * 1024, 0), &rsp));
+    REQUIRE(rsp.hdr.result == 0);
+    if (round % 4 < 2) {
+      REQUIRE(wait_rsp(h, set_dest(h, 0, 0, 0, 0), &rsp));
+      REQUIRE(rsp.hdr.result == 0);
+    }
+    REQUIRE(release(h) == 0);
+  }
+  SpmReaper::instance().drain();
+}
+
 TEST_CASE("SPM: a blocking SET_DEST does not delay other commands", "[spm]") {
   ScopedKnob rate("RVGL_EMU_SPM_RATE_HZ", "10", "1000");  // a slow stream: buffers never fill
   ContextHarness h(test_config(), true);
