@@ -6,8 +6,9 @@ int FaultInjector::on_call(std::string_view name) {
   if (!armed_.load(std::memory_order_acquire)) return 0;
   std::lock_guard lk(mu_);
   if (rules_.empty() && !counting_) return 0;
-  const uint64_t n = ++calls_[std::string(name)];
-  if (counting_thread_ == std::this_thread::get_id()) ++counting_thread_calls_[std::string(name)];
+  std::string key(name);
+  if (counting_thread_ == std::this_thread::get_id()) ++counting_thread_calls_[key];
+  const uint64_t n = ++calls_[std::move(key)];
   for (const auto &r : rules_) {
     if (r.name != name) continue;
     if (n == r.nth || (r.and_after && n > r.nth)) return r.err;

@@ -7,13 +7,13 @@
 #include <cstring>
 #include <map>
 #include <memory>
-#include <sstream>
 #include <stdexcept>
 #include <string>
 
 #include "../tools/common/amd_packets.h"
 #include "rvgl_emu.h"
 #include "support/context_harness.h"
+#include "support/emu_call_counts.h"
 #include "support/guest_ram.h"
 #include "support/scoped_knob.h"
 #include "support/stream_builder.h"
@@ -209,14 +209,8 @@ TEST_CASE(
   {
     rvgl_emu_count_calls();
     ContextHarness h(c);  // the create's calls only: counted before it is destroyed
-    std::string text(rvgl_emu_call_counts(nullptr, 0) + 1, '\0');
-    rvgl_emu_call_counts(text.data(), text.size());
+    calls = emu_call_counts();
     rvgl_emu_reset_fault_injection();
-    std::istringstream in(text);
-    std::string name;
-    uint64_t n;
-    while (in >> name >> n)
-      calls[name] = n;
   }
   for (const char *name : {"VERSION", "INFO", "PROFILER", "CTX"}) {
     uint32_t refused = 0;

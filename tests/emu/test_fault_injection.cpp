@@ -1,13 +1,16 @@
 // Acceptance: each fault-injection knob drives the error it names.
 #include <catch2/catch.hpp>
 
+#include <map>
 #include <string>
 #include <thread>
 
 #include "emu_test_support.h"
+#include "support/emu_call_counts.h"
 #include "support/wait_for.h"
 
 using namespace rvgl::emu_test;
+using rvgl::test::emu_call_counts;
 using rvgl::test::wait_for;
 
 namespace {
@@ -97,11 +100,7 @@ TEST_CASE("RVGL_EMU_FAIL fails the Nth call of a named ioctl with the errno give
     munmap(p, 4096);
   }
   SECTION("counted calls: every thread's, and the counting thread's own apart") {
-    auto counts = [](size_t (*read)(char *, size_t)) {
-      std::string text(read(nullptr, 0) + 1, '\0');
-      read(text.data(), text.size());
-      return text.substr(0, text.find('\0'));
-    };
+    using Counts = std::map<std::string, uint64_t>;
     uint32_t v;
     rvgl_emu_count_calls();
     REQUIRE(query_info(fd.get(), AMDGPU_INFO_ACCEL_WORKING, &v, 4) == 0);
@@ -114,14 +113,14 @@ TEST_CASE("RVGL_EMU_FAIL fails the Nth call of a named ioctl with the errno give
     });
     other.join();
     REQUIRE(other_rc == 0);
-    CHECK(counts(rvgl_emu_call_counts) == "GEM_CREATE 1\nINFO 3\n");
-    CHECK(counts(rvgl_emu_counting_thread_call_counts) == "INFO 1\n");
+    CHECK(emu_call_counts() == Counts{{"GEM_CREATE", 1}, {"INFO", 3}});
+    CHECK(emu_call_counts(rvgl_emu_counting_thread_call_counts) == Counts{{"INFO", 1}});
     // A rule counts from zero again, the counting thread's calls too.
     REQUIRE(rvgl_emu_set_knob("RVGL_EMU_FAIL", "CTX:9:EIO") == 0);
     REQUIRE(query_info(fd.get(), AMDGPU_INFO_ACCEL_WORKING, &v, 4) == 0);
-    CHECK(counts(rvgl_emu_counting_thread_call_counts) == "INFO 1\n");
+    CHECK(emu_call_counts(rvgl_emu_counting_thread_call_counts) == Counts{{"INFO", 1}});
     rvgl_emu_reset_fault_injection();
-    CHECK(counts(rvgl_emu_counting_thread_call_counts).empty());
+    CHECK(emu_call_counts(rvgl_emu_counting_thread_call_counts).empty());
   }
   SECTION("an unknown errno or a malformed rule is refused") {
     CHECK(rvgl_emu_set_knob("RVGL_EMU_FAIL", "GEM_CREATE:0:ENOMEM") == -EINVAL);

@@ -13,6 +13,7 @@
 #include <stdexcept>
 
 #include "queue/completion_engine.h"
+#include "support/emu_call_counts.h"
 
 namespace rvgl::test::sweep {
 
@@ -21,21 +22,6 @@ namespace {
 // Every fence of a run retires within this, error or not. The engine's slowest own path is its
 // 250 ms safety net; a queue the kernel never reports on is lost after about a second.
 constexpr int kFenceDeadlineMs = 5000;
-
-// What the emulator counted per name since the rule (or counting) started: every thread's calls,
-// or (rvgl_emu_counting_thread_call_counts) this thread's, the guest's own.
-using CountsReader = size_t (*)(char *, size_t);
-std::map<std::string, uint64_t> call_counts(CountsReader counts = rvgl_emu_call_counts) {
-  std::string text(counts(nullptr, 0) + 1, '\0');
-  counts(text.data(), text.size());
-  std::map<std::string, uint64_t> out;
-  std::istringstream in(text);
-  std::string name;
-  uint64_t n;
-  while (in >> name >> n)
-    out[name] = n;
-  return out;
-}
 
 // Clean runs that learn what the workload calls. The guest's own calls (this thread's: the
 // workload runs here, as a VMM's thread serves its guest) come in program order; the completion
@@ -151,7 +137,7 @@ bool injected_run(const Workload &workload, bool async, const std::string &base_
   const auto before = emu_counters().injected_failures;
   const Outcome o = workload(async)->run();
   const auto injected = emu_counters().injected_failures - before;
-  const auto counts = call_counts();
+  const auto counts = emu_call_counts();
   rvgl_emu_reset_fault_injection();
   const auto it = counts.find(name);
   const uint64_t fired = it != counts.end() && it->second >= n;
@@ -316,8 +302,8 @@ void sweep(const Workload &workload, const MustCall &must_call, bool async,
     rvgl_emu_count_calls();
     if (!base_rule.empty()) REQUIRE(rvgl_emu_set_knob("RVGL_EMU_FAIL", base_rule.c_str()) == 0);
     const Outcome clean = workload(async)->run();
-    auto counts = call_counts();
-    const auto own = call_counts(rvgl_emu_counting_thread_call_counts);
+    auto counts = emu_call_counts();
+    const auto own = emu_call_counts(rvgl_emu_counting_thread_call_counts);  // the guest's own
     rvgl_emu_reset_fault_injection();
     INFO("clean run " << i << ": " << joined(clean.told) << joined(clean.unretired)
                       << clean.harness_error);

@@ -1,11 +1,10 @@
 // The fault-injection sweep of the robustness suite (issue 7): a scripted guest workload is run
 // clean to learn which kernel calls it makes (the emulator counts every thread's calls per
 // RVGL_EMU_FAIL name, and the guest's own thread's apart), then once per call with that call
-// failing with EIO. Every run must end with
-// the work done or the guest told (an errno, an event or a lost queue), with the kernel's errno as
-// it was; every fence the VMM made must retire, error or not, and only once; and the kernel and
-// the host are left with nothing of ours. The workloads (test_fault_sweep*.cpp) say what a run
-// does; this file is what every run is held to.
+// failing with EIO. Every run must end with the work done or the guest told (an errno, an event
+// or a lost queue), with the kernel's errno as it was; every fence the VMM made must retire,
+// error or not, and only once; and the kernel and the host are left with nothing of ours. The
+// workloads (test_fault_sweep*.cpp) say what a run does; this file is what every run is held to.
 #pragma once
 
 #include <cstdint>

@@ -17,11 +17,16 @@ namespace {
 
 constexpr uint32_t kSpmRing = 7;
 
-int32_t acquire(ContextHarness &h, uint32_t ring = kSpmRing) {
-  SpmReaper::instance().drain();  // SPM released by an earlier test's context is free again
+// SPM_ACQUIRE as it comes, whatever a released session still finishes on the reaper.
+int32_t acquire_now(ContextHarness &h, uint32_t ring = kSpmRing) {
   rvgl_req_spm_acquire r{};
   r.ring_idx = ring;
   return h.call<rvgl_rsp_spm_acquire>(RVGL_CMD_SPM_ACQUIRE, r).hdr.result;
+}
+
+int32_t acquire(ContextHarness &h, uint32_t ring = kSpmRing) {
+  SpmReaper::instance().drain();  // SPM released by an earlier test's context is free again
+  return acquire_now(h, ring);
 }
 
 int32_t release(ContextHarness &h) {
@@ -95,11 +100,6 @@ TEST_CASE("SPM: released with nothing in the kernel, it is free for another cont
   REQUIRE(has_spm(a));
   auto buf_a = a.mapped_bo(64 * 1024), buf_b = b.mapped_bo(64 * 1024);
   SpmReaper::instance().drain();
-  auto acquire_now = [](ContextHarness &h) {
-    rvgl_req_spm_acquire r{};
-    r.ring_idx = kSpmRing;
-    return h.call<rvgl_rsp_spm_acquire>(RVGL_CMD_SPM_ACQUIRE, r).hdr.result;
-  };
   for (int round = 0; round < 200; ++round) {
     INFO("round " << round);
     ContextHarness &h = round % 2 ? b : a;
