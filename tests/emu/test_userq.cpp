@@ -2,6 +2,8 @@
 // the kernel's units (amdgpu_userq.c, mes_userqueue.c), and no ioctl in between.
 #include <catch2/catch.hpp>
 
+#include <optional>
+
 #include "emu_test_support.h"
 
 using namespace rvgl::emu_test;
@@ -211,7 +213,9 @@ TEST_CASE("a user queue that faults stops, and QUERY_STATUS says it is hung", "[
 }
 
 TEST_CASE("user queue creation checks its arguments as the kernel does", "[userq]") {
-  UserQueueSetup s;
+  const uint64_t alive0 = counters().userqs_alive;
+  std::optional<UserQueueSetup> setup;
+  UserQueueSetup &s = setup.emplace();
   const uint32_t mask = userq_ip_mask(s.fd.get());
   rvgl_drm_amdgpu_userq_mqd_compute_gfx11 mqd{s.meta.va};
   uint32_t id = 0;
@@ -263,7 +267,8 @@ TEST_CASE("user queue creation checks its arguments as the kernel does", "[userq
   uint32_t again = 0;
   CHECK(s.create(good, &again) == -EBUSY);  // one queue per doorbell
   CHECK(s.free_queue(last) == 0);
-  // Closing the file frees the queue (and stops its worker).
-  const auto before = counters();
-  CHECK(before.userqs_alive >= 1);
+  CHECK(counters().userqs_alive == alive0 + 1);  // `id`: `last` was freed, `again` refused
+  // Closing the file frees the queue (and stops its worker), as amdgpu_userq_mgr_fini() does.
+  setup.reset();
+  CHECK(counters().userqs_alive == alive0);
 }
