@@ -128,11 +128,22 @@ TEST_CASE("inconsistent host indices and records are discarded, not trusted", "[
     CHECK(host.h()->event_rptr == 3);
   }
   SECTION("a write index far ahead of the read index") {
+    // What a host that ignored event_rptr would leave: only the newest ring's worth of records.
+    for (uint32_t seq = 1000 - RVGL_EVENT_RING_ENTRIES + 1; seq <= 1000; ++seq) {
+      rvgl_event ev{};
+      ev.seq = seq;
+      ev.type = RVGL_EVENT_VM_FAULT;
+      std::memcpy(host.mem.base() + RVGL_EVENT_RING_OFFSET +
+                      ((seq - 1) % RVGL_EVENT_RING_ENTRIES) * sizeof(rvgl_event),
+                  &ev, sizeof(ev));
+    }
     host.h()->event_wptr = 1000;
     CHECK(reader.pending() == RVGL_EVENT_RING_ENTRIES);
     auto p = reader.poll();
-    CHECK(p.events.size() + p.discarded == 1000);
-    CHECK(p.discarded >= 1000 - RVGL_EVENT_RING_ENTRIES);
+    REQUIRE(p.events.size() == RVGL_EVENT_RING_ENTRIES);
+    CHECK(p.events.front().seq == 1000 - RVGL_EVENT_RING_ENTRIES + 1);
+    CHECK(p.events.back().seq == 1000);
+    CHECK(p.discarded == 1000 - RVGL_EVENT_RING_ENTRIES);
     CHECK(host.h()->event_rptr == 1000);
   }
   SECTION("a write index that went backwards") {
