@@ -250,7 +250,7 @@ TEST_CASE("trace decodes every v1 command", "[tools][trace]") {
     REQUIRE(last["problems"].size() == 1);
     CHECK(last["problems"][0].get<std::string>().find("len 12") != std::string::npos);
     CHECK(of_type(d, "DONE").back()["result"] == w->malformed_result);
-    CHECK(w->malformed_result != 0);
+    CHECK(w->malformed_result == -EINVAL);
   }
 
   SECTION("the rvgl-trace program prints the same, as text and as JSON lines") {
