@@ -17,6 +17,24 @@
 
 namespace rvgl::emu {
 
+namespace {
+
+// The interrupt handler runs RVGL_EMU_IRQ_LATENCY_US after the job's end, the knob read again
+// while it waits (every millisecond at least): a test holds an interrupt back with a long latency
+// and lets it go by lowering the knob, instead of racing a fixed window.
+void wait_out_irq_latency(const RuntimeKnobs &k) {
+  const Deadline ended = SteadyClock::now();
+  for (;;) {
+    const Deadline due = ended + std::chrono::microseconds(k.irq_latency_us.load());
+    const Deadline now = SteadyClock::now();
+    if (now >= due) return;
+    std::this_thread::sleep_for(
+        std::min<SteadyClock::duration>(due - now, std::chrono::milliseconds(1)));
+  }
+}
+
+}  // namespace
+
 void RingWorker::submit(std::unique_ptr<Job> job) {
   {
     std::lock_guard lk(FenceDomain::mutex());
@@ -211,8 +229,7 @@ void RingWorker::run(Job &job) {
   const auto end_of_job = [&](bool ring_went_on) {
     if (ring_went_on && job.user_fence_bo)
       job.user_fence_bo->backing()->write_fence(job.user_fence_offset, job.seq);
-    if (const uint64_t us = k.irq_latency_us.load())
-      std::this_thread::sleep_for(std::chrono::microseconds(us));
+    if (k.irq_latency_us.load()) wait_out_irq_latency(k);
   };
   // The timeout handler counts a recovery that worked once the hung job's fence signalled, on
   // its own worker, which a loaded host may preempt in between (RVGL_EMU_RECOVERY_COUNT_DELAY_US).

@@ -24,6 +24,9 @@ constexpr uint64_t kPage = 4096;
 constexpr uint32_t kRingA = 1, kRingB = 2;
 // Long enough that the steps below surely happen inside it, even under a sanitizer.
 constexpr const char *kIrqLatencyUs = "300000";
+// An interrupt held back until the test lowers the knob (the emulator reads it again as it
+// waits): longer than any test runs.
+constexpr const char *kIrqHeldUs = "10000000";
 
 // The kernel's default fault handling (the job completes; only the fault cache knows) and a
 // stretched interrupt latency, for one test case.
@@ -105,22 +108,28 @@ struct TwoQueues {
 
 TEST_CASE("a fault the kernel records after the user fence was written goes to its own queue",
           "[robust][events]") {
-  LateInterrupts knobs;
+  ScopedKnob mode{"RVGL_EMU_VM_FAULT_STOP", "0"};
+  REQUIRE(mode.ok());
   uint32_t ctx_id = 7000;
   for (const bool async : {true, false}) {
     INFO((async ? "async callbacks" : "poll mode"));
     TwoQueues g(++ctx_id, async);
 
     const uint64_t faults_before = emu_counters().vm_faults;
-    g.submit(g.a, 0, 0xa1, g.fault_va);
-    REQUIRE(wait_for([&] { return g.word(0) == 0xa1; }));
-    // The faulting write follows the marker in the same IB: after this the job has ended and
-    // its user fence is written, while the handler waits out its latency.
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    REQUIRE(g.h.fence(kRingA, 1) == 0);  // sees the user fence (async callbacks)
-    if (!async) g.h.ctx().poll();        // sees the user fence (poll mode)
-    // Precondition: everything above ran before the kernel recorded the fault.
-    REQUIRE(emu_counters().vm_faults == faults_before);
+    {
+      // a's interrupt is held until the steps below are done, however slow the machine.
+      ScopedKnob held{"RVGL_EMU_IRQ_LATENCY_US", kIrqHeldUs, "0"};
+      REQUIRE(held.ok());
+      g.submit(g.a, 0, 0xa1, g.fault_va);
+      REQUIRE(wait_for([&] { return g.word(0) == 0xa1; }));
+      // The faulting write follows the marker in the same IB: after this the job has (almost
+      // surely) ended and its user fence is written, while the handler is held.
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      REQUIRE(g.h.fence(kRingA, 1) == 0);  // sees the user fence (async callbacks)
+      if (!async) g.h.ctx().poll();        // sees the user fence (poll mode)
+      // Everything above ran before the kernel recorded the fault.
+      REQUIRE(emu_counters().vm_faults == faults_before);
+    }  // the knob lowered: the interrupt comes now
 
     REQUIRE(g.h.wait_fence(kRingA, 1));
     REQUIRE(wait_for([&] { return emu_counters().vm_faults == faults_before + 1; }));
