@@ -376,17 +376,18 @@ TEST_CASE("a queue that never submitted is classified when a reset marks it", "[
 
 TEST_CASE("a check waiting for a kernel signal runs before another queue's completion joins it",
           "[health]") {
-  // Queue a's job faults without failing (vm_fault_stop=0) and writes its user fence 300 ms
-  // before the kernel records the fault and signals it. Made known from the user fence within
-  // b's check interval, a's check waits for that signal (postponed). b then completes again:
-  // joined to a's waiting check, the look would have two queues and blame the fault on neither
-  // (QUEUE_NONE); a's check must run first, alone, and the fault go to a.
+  // Queue a's job faults without failing (vm_fault_stop=0) and writes its user fence; the kernel
+  // records the fault and signals it only when the test lets the interrupt go. Made known from the
+  // user fence within b's check interval, a's check waits for that signal (postponed). b then
+  // completes again: joined to a's waiting check, the look would have two queues and blame the
+  // fault on neither (QUEUE_NONE); a's check must run first, alone, and the fault go to a.
   Rig r;
   QueueHealth &h = r.health;
   auto b = r.queue_with_jobs(r.nop_ib);
   h.add(2, b);
   test::ScopedKnob mode{"RVGL_EMU_VM_FAULT_STOP", "0"};
-  test::ScopedKnob irq{"RVGL_EMU_IRQ_LATENCY_US", "300000", "0"};
+  // Held: the emulator reads the latency again as the interrupt waits.
+  test::ScopedKnob irq{"RVGL_EMU_IRQ_LATENCY_US", "10000000", "0"};
   REQUIRE(mode.ok());
   REQUIRE(irq.ok());
   rvgl_emu_counters c{};
@@ -405,10 +406,11 @@ TEST_CASE("a check waiting for a kernel signal runs before another queue's compl
   h.tick(t0 + 1'000'000'000);  // a's check: the kernel has not signalled a's point
   REQUIRE(h.checks() == checks + 1);
   rvgl_emu_get_counters(&c, sizeof(c));
-  REQUIRE(c.vm_faults == faults_before);  // precondition: all of the above inside the gap
+  REQUIRE(c.vm_faults == faults_before);  // all of the above inside the gap
   CHECK_FALSE(a->status().flags & RVGL_QUEUE_FLAG_VM_FAULT);
 
-  test::wait_signalled(*a, seq_a);  // the fault is recorded now
+  REQUIRE(rvgl_emu_set_knob("RVGL_EMU_IRQ_LATENCY_US", "0") == 0);  // the interrupt goes
+  test::wait_signalled(*a, seq_a);                                  // the fault is recorded now
   uint64_t seq_b = 0;
   REQUIRE(b->submit({&r.nop_ib, 1}, {}, 0, &seq_b) == 0);
   test::wait_signalled(*b, seq_b);
