@@ -24,8 +24,8 @@ struct rvgl_emu_counters {
   uint64_t bytes_copied;   /* bytes moved by copy packets (SDMA COPY_LINEAR, PM4 DMA_DATA) */
   uint64_t bytes_written;  /* bytes written by fills and data writes */
   uint64_t jobs_submitted; /* CS ioctls accepted */
-  uint64_t jobs_completed; /* jobs (and user-queue batches) that finished without error */
-  uint64_t jobs_failed;    /* jobs that faulted, hung, were cancelled or hit a bad packet */
+  uint64_t jobs_completed; /* CS jobs that finished without error */
+  uint64_t jobs_failed;    /* CS jobs that faulted, hung, were cancelled or hit a bad packet */
   uint64_t vm_faults;      /* GPU VM faults */
   uint64_t gpu_resets;     /* injected GPU resets (hang or reset knobs) */
   uint64_t udmabufs_alive; /* udmabufs whose pages are still held */
@@ -42,6 +42,10 @@ struct rvgl_emu_counters {
   uint64_t dmabuf_imports;
   uint64_t syncobj_eventfds_registered; /* SYNCOBJ_EVENTFD registrations accepted */
   uint64_t syncobj_eventfds_signalled;  /* registrations that fired (eventfd_signal()) */
+  /* User-queue batches (the dwords one doorbell write announced), apart from CS jobs: until
+     2026-12-06 they counted in jobs_completed / jobs_failed, which CS never submitted. */
+  uint64_t userq_batches_completed;
+  uint64_t userq_batches_failed; /* faulted (a stopping fault), hung or a bad packet */
 };
 
 /* What one open file description of a node holds (the fd must be an emulated device fd). */

@@ -53,6 +53,8 @@ void snapshot(rvgl_emu_counters &c) {
   c.dmabuf_imports = k.dmabuf_imports.load();
   c.syncobj_eventfds_registered = k.syncobj_eventfds_registered.load();
   c.syncobj_eventfds_signalled = k.syncobj_eventfds_signalled.load();
+  c.userq_batches_completed = k.userq_batches_completed.load();
+  c.userq_batches_failed = k.userq_batches_failed.load();
 }
 
 std::string counters_text() {
@@ -83,6 +85,8 @@ std::string counters_text() {
       {"dmabuf_imports", c.dmabuf_imports},
       {"syncobj_eventfds_registered", c.syncobj_eventfds_registered},
       {"syncobj_eventfds_signalled", c.syncobj_eventfds_signalled},
+      {"userq_batches_completed", c.userq_batches_completed},
+      {"userq_batches_failed", c.userq_batches_failed},
   };
   std::string out = "pid " + std::to_string(getpid()) + "\n";
   for (const auto &[k, v] : rows)

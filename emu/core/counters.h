@@ -10,9 +10,9 @@ struct Counters {
   std::atomic<uint64_t> bos_alive{0};
   std::atomic<uint64_t> bos_created{0};
   std::atomic<uint64_t> userptr_alive{0};
-  std::atomic<uint64_t> bytes_copied{0};   // by copy packets (COPY_LINEAR, DMA_DATA)
-  std::atomic<uint64_t> bytes_written{0};  // by fills and data writes
-  std::atomic<uint64_t> jobs_submitted{0};
+  std::atomic<uint64_t> bytes_copied{0};    // by copy packets (COPY_LINEAR, DMA_DATA)
+  std::atomic<uint64_t> bytes_written{0};   // by fills and data writes
+  std::atomic<uint64_t> jobs_submitted{0};  // CS jobs: submitted = completed + failed + running
   std::atomic<uint64_t> jobs_completed{0};
   std::atomic<uint64_t> jobs_failed{0};
   std::atomic<uint64_t> vm_faults{0};
@@ -31,6 +31,8 @@ struct Counters {
   std::atomic<uint64_t> dmabuf_imports{0};
   std::atomic<uint64_t> syncobj_eventfds_registered{0};
   std::atomic<uint64_t> syncobj_eventfds_signalled{0};
+  std::atomic<uint64_t> userq_batches_completed{0};
+  std::atomic<uint64_t> userq_batches_failed{0};
 };
 
 // The one set of counters of this process (never destroyed: worker threads may outlive exit()).

@@ -84,10 +84,10 @@ bool UserQueue::process(uint64_t rptr, uint64_t wptr) {
     counters().vm_faults.fetch_add(1, std::memory_order_relaxed);
   }
   if (st != ExecStatus::Ok) {
-    counters().jobs_failed.fetch_add(1, std::memory_order_relaxed);
+    counters().userq_batches_failed.fetch_add(1, std::memory_order_relaxed);
     return false;
   }
-  counters().jobs_completed.fetch_add(1, std::memory_order_relaxed);
+  counters().userq_batches_completed.fetch_add(1, std::memory_order_relaxed);
   // Report the read position as the engine does: the CP writes CP_HQD_PQ_RPTR, a 32-bit dword
   // offset inside the ring (gfx_v11_0_ring_get_rptr_compute() reads 32 bits); SDMA writes a
   // 64-bit byte count (sdma_v6_0_ring_get_rptr() reads 64 bits and shifts by 2).

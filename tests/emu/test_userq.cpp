@@ -118,6 +118,7 @@ TEST_CASE("a compute user queue runs what its doorbell announces", "[userq][acce
   s.bells[kDoorbell] = poison;  // what the doorbell held before the queue is not a write to it
   REQUIRE(s.create(AMDGPU_HW_IP_COMPUTE, &mqd, sizeof(mqd), &id) == 0);
   CHECK(id == 1);
+  const auto before = counters();
   uint32_t flags = 7;
   CHECK(s.query_status(id, &flags) == 0);
   CHECK(flags == 0);
@@ -159,6 +160,12 @@ TEST_CASE("a compute user queue runs what its doorbell announces", "[userq][acce
   CHECK(eventually([&] { return s.data.u32()[18] == 0xc; }));
   CHECK(s.data.u32()[16] == 0xa);
   CHECK(eventually([&] { return *s.rptr32() == (w + wrap.size()) % ring_dw; }));
+  // Three doorbell writes, each waited for: three batches, none a CS job (counted before the
+  // read pointer is written).
+  const auto after = counters();
+  CHECK(after.userq_batches_completed - before.userq_batches_completed == 3);
+  CHECK(after.userq_batches_failed == before.userq_batches_failed);
+  CHECK(after.jobs_submitted == before.jobs_submitted);
 
   CHECK(s.free_queue(id) == 0);
   CHECK(s.free_queue(id) == -ENOENT);
@@ -207,6 +214,8 @@ TEST_CASE("a user queue that faults stops, and QUERY_STATUS says it is hung", "[
     return s.query_status(id, &flags) == 0 && flags == RVGL_AMDGPU_USERQ_QUERY_STATUS_FLAGS_HUNG;
   }));
   CHECK(counters().vm_faults == before.vm_faults + 1);
+  CHECK(counters().userq_batches_failed == before.userq_batches_failed + 1);
+  CHECK(counters().userq_batches_completed == before.userq_batches_completed);
   CHECK(vm_fault(s.fd.get()).addr == 0x7000000000ull);  // the fault cache has it
   CHECK(*s.rptr32() == 0);                              // nothing more ran
   CHECK(s.free_queue(id) == 0);

@@ -96,7 +96,11 @@ TEST_CASE("by default a user-queue batch with a VM fault is recorded and the que
   sdma::fence(more, q.data.va + 4, 43);
   q.publish(more, pk.size() * 4);
   CHECK(eventually([&] { return q.data.u32()[1] == 43; }));
+  CHECK(eventually([&] { return q.rptr() == (pk.size() + more.size()) * 4; }));
   CHECK(counters().vm_faults == before.vm_faults + 1);
+  // Both batches ran to their end: the fault did not stop the first.
+  CHECK(counters().userq_batches_completed == before.userq_batches_completed + 2);
+  CHECK(counters().userq_batches_failed == before.userq_batches_failed);
 }
 
 TEST_CASE("with RVGL_EMU_VM_FAULT_STOP=2 a user queue hangs at its first VM fault",

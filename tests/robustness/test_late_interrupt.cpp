@@ -44,8 +44,7 @@ struct TwoQueues {
   ContextHarness::HostBuffer data, ib;
   uint64_t va = 0, fault_va = 0;
   uint32_t a = 0, b = 0;
-  // The emulator's job counters before this context's jobs: user-queue batches of earlier tests
-  // count as completed but were never submitted through CS, so only the differences are this
+  // The emulator's job counters before this context's jobs: only the differences are this
   // test's.
   const rvgl_emu_counters start = emu_counters();
   TwoQueues(uint32_t ctx_id, bool async) : h(test_config(), async, ctx_id) {
