@@ -43,8 +43,18 @@ for h in protocol api vtest lifecycle; do
   dict=()
   [ -f "fuzz/$h.dict" ] && dict=(-dict="fuzz/$h.dict")
   echo "fuzz-$h: ${seconds}s"
+  log="$builddir/fuzz-$h.log"
+  rc=0
   RVGL_EMU_PROFILE=gfx1100 RVGL_EMU_TRACE=0 "$builddir/fuzz/fuzz-$h" "$corpus" "${dict[@]}" \
     -max_total_time="$seconds" -timeout=20 -rss_limit_mb=4096 -print_final_stats=1 \
-    -artifact_prefix="$builddir/fuzz-$h-" 2>&1 | grep -E "^#[0-9]+ +(INITED|DONE)|cov:.*ft:|stat::|ERROR|SUMMARY" | tail -8
+    -artifact_prefix="$builddir/fuzz-$h-" > "$log" 2>&1 || rc=$?
   rm -rf "$corpus"
+  if [ "$rc" -ne 0 ]; then
+    # Everything after the fuzzing ended: the report and its stack, a sanitizer's own message
+    # (e.g. LeakSanitizer's at exit), and what the run was doing, unfiltered.
+    echo "fuzz-$h: exit status $rc; the end of its output ($log):"
+    tail -n 80 "$log"
+    exit "$rc"
+  fi
+  grep -E "^#[0-9]+ +(INITED|DONE)|cov:.*ft:|stat::" "$log" | tail -6
 done
