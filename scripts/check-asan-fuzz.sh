@@ -45,7 +45,8 @@ for h in protocol api vtest lifecycle; do
   echo "fuzz-$h: ${seconds}s"
   log="$builddir/fuzz-$h.log"
   rc=0
-  RVGL_EMU_PROFILE=gfx1100 RVGL_EMU_TRACE=0 "$builddir/fuzz/fuzz-$h" "$corpus" "${dict[@]}" \
+  LSAN_OPTIONS=suppressions=$PWD/fuzz/lsan.supp RVGL_EMU_PROFILE=gfx1100 RVGL_EMU_TRACE=0 \
+    "$builddir/fuzz/fuzz-$h" "$corpus" "${dict[@]}" \
     -max_total_time="$seconds" -timeout=20 -rss_limit_mb=4096 -print_final_stats=1 \
     -artifact_prefix="$builddir/fuzz-$h-" > "$log" 2>&1 || rc=$?
   rm -rf "$corpus"
