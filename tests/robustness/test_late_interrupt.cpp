@@ -22,14 +22,15 @@ namespace {
 
 constexpr uint64_t kPage = 4096;
 constexpr uint32_t kRingA = 1, kRingB = 2;
-// Long enough that the steps below surely happen inside it, even under a sanitizer.
+// The second case's gap: its steps usually fall inside it, and that case counts whether they
+// did rather than requiring it (the first case holds the interrupt instead).
 constexpr const char *kIrqLatencyUs = "300000";
 // An interrupt held back until the test lowers the knob (the emulator reads it again as it
 // waits): longer than any test runs.
 constexpr const char *kIrqHeldUs = "10000000";
 
 // The kernel's default fault handling (the job completes; only the fault cache knows) and a
-// stretched interrupt latency, for one test case.
+// stretched interrupt latency, for the second test case.
 struct LateInterrupts {
   ScopedKnob mode{"RVGL_EMU_VM_FAULT_STOP", "0"};
   ScopedKnob irq{"RVGL_EMU_IRQ_LATENCY_US", kIrqLatencyUs, "0"};
