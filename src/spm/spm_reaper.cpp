@@ -1,52 +1,73 @@
 #include "spm/spm_reaper.h"
 
-#include <thread>
-
 namespace rvgl {
 
 SpmReaper &SpmReaper::instance() {
-  // Never destroyed: a detached thread still returns through it after drain() saw it finish.
-  // Reachable through this pointer, so not a leak.
+  // Never destroyed: a context destroyed by another static destructor may still retire a session
+  // after the drain below ran. Reachable through this pointer, so not a leak.
   static SpmReaper *r = new SpmReaper;
-  // At exit (or when the library is unloaded) the sessions still being finished are waited for,
-  // as joining them did: none is left running code of ours past its `then`.
+  // At exit (or when the library is unloaded) the sessions still being finished are waited for
+  // and their threads joined: none is left running code of ours.
   static struct DrainAtExit {
     ~DrainAtExit() { r->drain(); }
   } drain_at_exit;
   return *r;
 }
 
-void SpmReaper::finished() {
-  // Notified under the lock: drain() returns only after this thread released it, and touches
-  // nothing of ours after that.
+void SpmReaper::finish(Work &w) {
+  w.session.reset();
+  if (w.then) w.then();
+  w.then = nullptr;  // its captures go before the work counts as done
   std::lock_guard lk(mu_);
+  w.done = true;
   if (--running_ == 0) idle_.notify_all();
 }
 
-void SpmReaper::retire(std::unique_ptr<SpmSession> session, std::function<void()> then) {
+void SpmReaper::reap() {
+  std::list<Work> finished;
   {
     std::lock_guard lk(mu_);
-    ++running_;
+    for (auto it = work_.begin(); it != work_.end();) {
+      auto next = std::next(it);
+      if (it->done) finished.splice(finished.end(), work_, it);
+      it = next;
+    }
   }
-  SpmSession *raw = session.get();
+  for (Work &w : finished)
+    if (w.thread.joinable()) w.thread.join();  // already past finish(): returns at once
+}
+
+void SpmReaper::retire(std::unique_ptr<SpmSession> session, std::function<void()> then) {
+  reap();
+  Work *w = nullptr;
   try {
-    std::thread([this, raw, then] {
-      delete raw;
-      if (then) then();
-      finished();
-    }).detach();
-    session.release();  // the thread owns it now
+    std::lock_guard lk(mu_);
+    w = &work_.emplace_back();
+    ++running_;
+    w->session = std::move(session);
+    w->then = std::move(then);
+    // Started under mu_, so the thread's finish() cannot mark it done before `thread` is set.
+    w->thread = std::thread([this, w] { finish(*w); });
+    return;
   } catch (...) {
-    // No thread (std::system_error, or no memory for its state): finish here.
+    // No thread (std::system_error, or no memory for its state or the list node): finish here.
+  }
+  if (!w) {
+    // Not even the node: the session and `then` are still the caller's arguments.
     session.reset();
     if (then) then();
-    finished();
+    return;
   }
+  finish(*w);
+  reap();
 }
 
 void SpmReaper::drain() {
-  std::unique_lock lk(mu_);
-  idle_.wait(lk, [this] { return running_ == 0; });
+  {
+    std::unique_lock lk(mu_);
+    idle_.wait(lk, [this] { return running_ == 0; });
+  }
+  reap();
 }
 
 }  // namespace rvgl

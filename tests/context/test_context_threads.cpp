@@ -2,31 +2,16 @@
 // engine serves them all, and it exists only while some context does.
 #include <catch2/catch.hpp>
 
-#include <dirent.h>
-
 #include <cstdlib>
 #include <memory>
 #include <vector>
 
 #include "queue/completion_engine.h"
 #include "support/context_harness.h"
+#include "support/thread_count.h"
 
 using namespace rvgl;
 using namespace rvgl::test;
-
-namespace {
-
-int thread_count() {
-  int n = 0;
-  if (DIR *d = opendir("/proc/self/task")) {
-    while (dirent *e = readdir(d))
-      n += e->d_name[0] != '.';
-    closedir(d);
-  }
-  return n;
-}
-
-}  // namespace
 
 TEST_CASE("host threads: 256 idle contexts have as many as one", "[context][threads]") {
   std::vector<std::unique_ptr<ContextHarness>> ctx;
