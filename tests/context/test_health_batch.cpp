@@ -17,6 +17,7 @@
 #include "queue/queue_health.h"
 #include "rvgl_emu.h"
 #include "support/device_bo.h"
+#include "support/held_interrupts.h"
 #include "support/queue_wait.h"
 #include "support/scoped_knob.h"
 #include "support/wait_for.h"
@@ -386,8 +387,7 @@ TEST_CASE("a check waiting for a kernel signal runs before another queue's compl
   auto b = r.queue_with_jobs(r.nop_ib);
   h.add(2, b);
   test::ScopedKnob mode{"RVGL_EMU_VM_FAULT_STOP", "0"};
-  // Held: the emulator reads the latency again as the interrupt waits.
-  test::ScopedKnob irq{"RVGL_EMU_IRQ_LATENCY_US", "10000000", "0"};
+  test::HeldInterrupts irq;
   REQUIRE(mode.ok());
   REQUIRE(irq.ok());
   rvgl_emu_counters c{};
@@ -409,8 +409,8 @@ TEST_CASE("a check waiting for a kernel signal runs before another queue's compl
   REQUIRE(c.vm_faults == faults_before);  // all of the above inside the gap
   CHECK_FALSE(a->status().flags & RVGL_QUEUE_FLAG_VM_FAULT);
 
-  REQUIRE(rvgl_emu_set_knob("RVGL_EMU_IRQ_LATENCY_US", "0") == 0);  // the interrupt goes
-  test::wait_signalled(*a, seq_a);                                  // the fault is recorded now
+  REQUIRE(irq.release());           // the interrupt goes
+  test::wait_signalled(*a, seq_a);  // the fault is recorded now
   uint64_t seq_b = 0;
   REQUIRE(b->submit({&r.nop_ib, 1}, {}, 0, &seq_b) == 0);
   test::wait_signalled(*b, seq_b);

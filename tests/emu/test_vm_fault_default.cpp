@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 
 #include "emu_test_support.h"
+#include "support/held_interrupts.h"
 
 using namespace rvgl::emu_test;
 
@@ -151,10 +152,10 @@ TEST_CASE("the user fence is written before the interrupt handler records faults
   // amdgpu_ib_schedule(): the CP writes the user fence after the IBs and then raises the
   // end-of-pipe interrupt; the handler (amdgpu_ih_process, in ring order) fills the fault cache
   // and signals the fence. RVGL_EMU_IRQ_LATENCY_US is the handler's delay, read again while it
-  // waits: 10 s holds the handler back until the knob is lowered.
+  // waits: its maximum holds the handler back until the test lowers it.
   Knob stop("RVGL_EMU_VM_FAULT_STOP", "0", "0");
-  Knob irq("RVGL_EMU_IRQ_LATENCY_US", "10000000", "0");
-  REQUIRE(irq.rc() == 0);
+  rvgl::test::HeldInterrupts irq;
+  REQUIRE(irq.ok());
   FaultRig r;
   GpuBuffer page;
   REQUIRE(page.create(r.fd.get(), 4096, 0xc000000) == 0);
@@ -174,9 +175,9 @@ TEST_CASE("the user fence is written before the interrupt handler records faults
   CHECK(vm_fault(r.fd.get()).addr == 0);
   CHECK(wait_cs(r.fd.get(), r.ctx, AMDGPU_HW_IP_DMA, 0, seq, 0) == 1);
   CHECK(wait_cs(r.fd.get(), r.ctx, AMDGPU_HW_IP_DMA, 0, seq, abs_timeout_ms(50)) == 1);
-  REQUIRE(rvgl_emu_set_knob("RVGL_EMU_IRQ_LATENCY_US", "0") == 0);  // let the handler go
+  REQUIRE(irq.release());  // let the handler go
   CHECK(wait_cs(r.fd.get(), r.ctx, AMDGPU_HW_IP_DMA, 0, seq, abs_timeout_ms(5000)) == 0);
   CHECK(counters().vm_faults == before.vm_faults + 1);
   CHECK(vm_fault(r.fd.get()).addr == kUnmapped + 0x3000);
-  CHECK(rvgl_emu_set_knob("RVGL_EMU_IRQ_LATENCY_US", "10000001") == -EINVAL);
+  CHECK(rvgl_emu_set_knob("RVGL_EMU_IRQ_LATENCY_US", "10000001") == -EINVAL);  // past the hold
 }

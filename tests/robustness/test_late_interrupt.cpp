@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "robustness/robust_support.h"
+#include "support/held_interrupts.h"
 
 using namespace rvgl;
 using namespace rvgl::test;
@@ -25,9 +26,6 @@ constexpr uint32_t kRingA = 1, kRingB = 2;
 // The second case's gap: its steps usually fall inside it, and that case counts whether they
 // did rather than requiring it (the first case holds the interrupt instead).
 constexpr const char *kIrqLatencyUs = "300000";
-// An interrupt held back until the test lowers the knob (the emulator reads it again as it
-// waits): longer than any test runs.
-constexpr const char *kIrqHeldUs = "10000000";
 
 // The kernel's default fault handling (the job completes; only the fault cache knows) and a
 // stretched interrupt latency, for the second test case.
@@ -118,7 +116,7 @@ TEST_CASE("a fault the kernel records after the user fence was written goes to i
     const uint64_t faults_before = emu_counters().vm_faults;
     {
       // a's interrupt is held until the steps below are done, however slow the machine.
-      ScopedKnob held{"RVGL_EMU_IRQ_LATENCY_US", kIrqHeldUs, "0"};
+      HeldInterrupts held;
       REQUIRE(held.ok());
       g.submit(g.a, 0, 0xa1, g.fault_va);
       REQUIRE(wait_for([&] { return g.word(0) == 0xa1; }));
@@ -129,7 +127,7 @@ TEST_CASE("a fault the kernel records after the user fence was written goes to i
       if (!async) g.h.ctx().poll();        // sees the user fence (poll mode)
       // Everything above ran before the kernel recorded the fault.
       REQUIRE(emu_counters().vm_faults == faults_before);
-    }  // the knob lowered: the interrupt comes now
+    }  // let go: the interrupt comes now
 
     REQUIRE(g.h.wait_fence(kRingA, 1));
     REQUIRE(wait_for([&] { return emu_counters().vm_faults == faults_before + 1; }));
