@@ -8,6 +8,7 @@
 #include <functional>
 #include <initializer_list>
 #include <optional>
+#include <string>
 #include <thread>
 
 #include "robustness/robust_support.h"
@@ -95,6 +96,15 @@ EventCounts count(const std::vector<rvgl_event> &ev) {
     }
   }
   return c;
+}
+
+// The records as a failed check shows them: type, queue and first payload word of each.
+std::string describe(const std::vector<rvgl_event> &ev) {
+  std::string s;
+  for (const auto &e : ev)
+    s += "{type " + std::to_string(e.type) + " queue " + std::to_string(e.queue) + " payload " +
+         std::to_string(e.payload[0]) + "} ";
+  return s.empty() ? "none" : s;
 }
 
 // Polls finer than wait_for(): the scenario below waits 80 times per run.
@@ -496,7 +506,12 @@ void one_hang_of_its_queue(const char *knob, uint32_t ctx_base, int error,
         const EventCounts c = count(ev);
         return c.hang == 1 && c.reset_other == 2;
       };
-      REQUIRE(until(g, want));
+      const bool all_came = until(g, want);
+      INFO("records: " << describe(ev) << "; hung queue " << g.compute << " flags "
+                       << g.h.queue_state(g.compute).flags << ", other " << other << " flags "
+                       << g.h.queue_state(other).flags << ", sdma " << g.sdma << " flags "
+                       << g.h.queue_state(g.sdma).flags);
+      REQUIRE(all_came);
       // Nothing more comes, also after more work.
       REQUIRE(rvgl_emu_set_knob(knob, "0") == 0);
       REQUIRE(g.write(g.va + 20, 6, other) == 0);
