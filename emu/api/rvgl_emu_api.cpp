@@ -199,7 +199,8 @@ void rvgl_emu_reset_fault_injection(void) {
   std::lock_guard lk(e.mutex());
   for (const char *k : {"RVGL_EMU_FAIL", "RVGL_EMU_HANG_JOB", "RVGL_EMU_SOFT_RECOVER_JOB",
                         "RVGL_EMU_RING_RESET_JOB", "RVGL_EMU_RECOVERY_COUNT_DELAY_US",
-                        "RVGL_EMU_FULL_RESET_US", "RVGL_EMU_RESET_JOB", "RVGL_EMU_FAULT_VA"})
+                        "RVGL_EMU_RECOVERY_COUNT_AT_QUERY", "RVGL_EMU_FULL_RESET_US",
+                        "RVGL_EMU_RESET_JOB", "RVGL_EMU_FAULT_VA"})
     e.set_knob_locked(
         k, k == std::string("RVGL_EMU_FAIL") || k == std::string("RVGL_EMU_FAULT_VA") ? "" : "0");
   e.set_knob_locked("RVGL_EMU_RESET_VRAM_LOST", "0");

@@ -53,6 +53,10 @@ struct Config {
   // From a soft recovery's or ring reset's signal of the hung job's fence to the handler counting
   // the reset (the device's reset counter moves).
   uint64_t recovery_count_delay_us = 0;
+  // 1: that count is made by the next CTX QUERY_STATE (v1) of any context, right after the query
+  // read the counter (the handler's worker running exactly then): a test's way to place the count
+  // between a reader's two queries.
+  uint64_t recovery_count_at_query = 0;
   // How long a full GPU reset takes: from the timeout handler marking the hung context guilty and
   // moving the reset counter to the hung job's fence signalling; no ring starts a job meanwhile.
   uint64_t full_reset_us = 0;

@@ -22,6 +22,7 @@ struct RuntimeKnobs {
   std::atomic<uint64_t> soft_recover_job{0};
   std::atomic<uint64_t> ring_reset_job{0};
   std::atomic<uint64_t> recovery_count_delay_us{0};
+  std::atomic<uint64_t> recovery_count_at_query{0};
   std::atomic<uint64_t> full_reset_us{0};
   std::atomic<uint64_t> reset_job{0};
   std::atomic<bool> reset_vram_lost{false};
@@ -47,6 +48,7 @@ struct RuntimeKnobs {
     soft_recover_job = c.soft_recover_job;
     ring_reset_job = c.ring_reset_job;
     recovery_count_delay_us = c.recovery_count_delay_us;
+    recovery_count_at_query = c.recovery_count_at_query;
     full_reset_us = c.full_reset_us;
     reset_job = c.reset_job;
     reset_vram_lost = c.reset_vram_lost;

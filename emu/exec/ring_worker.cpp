@@ -236,7 +236,10 @@ void RingWorker::run(Job &job) {
   const auto count_recovery = [&] {
     if (const uint64_t us = k.recovery_count_delay_us.load())
       std::this_thread::sleep_for(std::chrono::microseconds(us));
-    resets_.gpu_resets.fetch_add(1);
+    if (k.recovery_count_at_query.load())
+      resets_.counts_at_query.fetch_add(1);
+    else
+      resets_.gpu_resets.fetch_add(1);
   };
   const uint64_t soft = k.soft_recover_job.load();
   const bool waves_hang = soft && job.ordinal == soft;

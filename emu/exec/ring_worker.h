@@ -19,6 +19,8 @@ namespace rvgl::emu {
 struct ResetCounters {
   std::atomic<uint32_t> gpu_resets{0};
   std::atomic<uint32_t> vram_lost{0};
+  // Recoveries whose count waits for the next QUERY_STATE (RVGL_EMU_RECOVERY_COUNT_AT_QUERY).
+  std::atomic<uint32_t> counts_at_query{0};
   // While a full reset runs (RVGL_EMU_FULL_RESET_US), when it is over: steady-clock ns.
   std::atomic<int64_t> full_reset_over_ns{0};
 };

@@ -142,6 +142,10 @@ int amdgpu_ioctl_ctx(DeviceFile &f, void *data) {
         a->out.state.reset_status = c.reset_counter_query.exchange(resets) == resets
                                         ? AMDGPU_CTX_NO_RESET
                                         : AMDGPU_CTX_UNKNOWN_RESET;
+        // RVGL_EMU_RECOVERY_COUNT_AT_QUERY: the timeout handler counts a recovery right after this
+        // query read the counter, so it answered without it.
+        if (const uint32_t n = d.resets().counts_at_query.exchange(0))
+          d.resets().gpu_resets.fetch_add(n);
         return 0;
       }
       uint64_t flags = 0;

@@ -178,6 +178,15 @@ inline int ctx_free(int fd, uint32_t ctx) {
   return xioctl(fd, DRM_IOCTL_AMDGPU_CTX, &a);
 }
 
+// AMDGPU_CTX_OP_QUERY_STATE (v1): the reset status since the context's previous v1 query.
+inline uint32_t ctx_state1(int fd, uint32_t ctx) {
+  drm_amdgpu_ctx a{};
+  a.in.op = AMDGPU_CTX_OP_QUERY_STATE;
+  a.in.ctx_id = ctx;
+  REQUIRE(xioctl(fd, DRM_IOCTL_AMDGPU_CTX, &a) == 0);
+  return a.out.state.reset_status;
+}
+
 inline uint64_t ctx_state2(int fd, uint32_t ctx) {
   drm_amdgpu_ctx a{};
   a.in.op = AMDGPU_CTX_OP_QUERY_STATE2;

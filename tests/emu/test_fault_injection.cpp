@@ -226,6 +226,22 @@ TEST_CASE("RVGL_EMU_SOFT_RECOVER_JOB: the timeout's soft recovery kills a job, t
     CHECK(now_ns() - signalled >= 250'000'000ull);
     CHECK(ctx_state2(r.fd.get(), fresh) == AMDGPU_CTX_QUERY2_FLAGS_RESET);
   }
+  SECTION("RVGL_EMU_RECOVERY_COUNT_AT_QUERY: the next QUERY_STATE counts it, after its answer") {
+    Knob at_query("RVGL_EMU_RECOVERY_COUNT_AT_QUERY", "1", "0");
+    uint32_t fresh = 0, probe = 0;
+    REQUIRE(ctx_create(r.fd.get(), &fresh) == 0);
+    REQUIRE(ctx_create(r.fd.get(), &probe) == 0);
+    uint64_t s1 = 0, s2 = 0;
+    REQUIRE(r.write(fresh, 5, &s1) == 0);
+    REQUIRE(r.write(fresh, 6, &s2) == 0);  // killed
+    CHECK(r.wait(fresh, s2) == -ENODATA);
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    CHECK(ctx_state2(r.fd.get(), fresh) == 0);  // a QUERY_STATE2 does not count it
+    CHECK(ctx_state1(r.fd.get(), probe) == AMDGPU_CTX_NO_RESET);            // answered without it
+    CHECK(ctx_state2(r.fd.get(), fresh) == AMDGPU_CTX_QUERY2_FLAGS_RESET);  // counted since
+    CHECK(ctx_state1(r.fd.get(), probe) == AMDGPU_CTX_UNKNOWN_RESET);
+    CHECK(ctx_state1(r.fd.get(), probe) == AMDGPU_CTX_NO_RESET);
+  }
   SECTION("an SDMA ring has no soft recovery: the GPU is reset and the context blamed") {
     uint64_t s1 = 0, s2 = 0;
     uint32_t fresh = 0;

@@ -23,14 +23,6 @@ drm_amdgpu_info_hw_ip hw_ip(int fd, uint32_t ip) {
   return info;
 }
 
-uint32_t ctx_state1(int fd, uint32_t ctx) {
-  drm_amdgpu_ctx a{};
-  a.in.op = AMDGPU_CTX_OP_QUERY_STATE;
-  a.in.ctx_id = ctx;
-  REQUIRE(xioctl(fd, DRM_IOCTL_AMDGPU_CTX, &a) == 0);
-  return a.out.state.reset_status;
-}
-
 // A compute job of PM4 packets in its own IB slot of `ibs`.
 int compute_job(int fd, uint32_t ctx, const GpuBuffer &ibs, uint64_t slot,
                 const std::vector<uint32_t> &ib, uint64_t *seq) {
@@ -910,8 +902,8 @@ TEST_CASE("an unmapped range stays visible to the VM's jobs submitted before the
     std::vector<uint32_t> w;
     sdma::write(w, kTargetVa + 4, {value});
     uint64_t seq = 0;
-    REQUIRE(submit(fd.get(), c, AMDGPU_HW_IP_DMA, 1, place_ib(buf, ib_at, w), w.size() * 4,
-                   &seq) == 0);
+    REQUIRE(submit(fd.get(), c, AMDGPU_HW_IP_DMA, 1, place_ib(buf, ib_at, w), w.size() * 4, &seq) ==
+            0);
     return wait_cs(fd.get(), c, AMDGPU_HW_IP_DMA, 1, seq, abs_timeout_ms(5000));
   };
   CHECK(write_after(later, 0x2222, 8192) == -ETIME);
