@@ -48,6 +48,7 @@ void QueueHealth::add(uint32_t handle, std::shared_ptr<KernelQueue> q) {
   // Its context was created before now, maybe before the newest probe answer was asked: a reset
   // that answer reports may be one this context saw.
   t.ctx_stale_from = std::max<uint64_t>(probe_asks_, 1);
+  t.resets_shown_from = probe_asks_ + 1;
   queues_[handle] = std::move(t);
 }
 
@@ -241,6 +242,37 @@ bool QueueHealth::take_new_fault(rvgl_drm_amdgpu_info_gpuvm_fault *f) {
   return true;
 }
 
+ResetProbe::Answer QueueHealth::ask_probe(std::vector<Seen> &seen, bool *news,
+                                          uint64_t *last_reset) {
+  const ResetProbe::Answer a = probe_.ask();
+  {
+    std::lock_guard lk(mu_);
+    ++probe_asks_;
+    if (a != ResetProbe::Answer::kNoReset) {
+      probe_last_reset_ = probe_asks_;  // unknown: a reset
+      verify_after_reset_locked(seen, a == ResetProbe::Answer::kReset);
+    }
+    *news |= a == ResetProbe::Answer::kReset && !reset_told_;
+    reset_told_ = false;
+    *last_reset = probe_last_reset_;
+  }
+  verify_jobs(seen);
+  return a;
+}
+
+bool QueueHealth::reset_while_checking(const std::vector<Seen> &seen, uint64_t last_reset) {
+  for (const Seen &s : seen) {
+    if (s.before.lost || !s.ctx_read || s.job_error || last_reset >= s.resets_shown_from) continue;
+    if ((s.ctx_flags & AMDGPU_CTX_QUERY2_FLAGS_RESET) &&
+        !(s.before.flags & RVGL_QUEUE_FLAG_INNOCENT))
+      return true;
+    if ((s.ctx_flags & AMDGPU_CTX_QUERY2_FLAGS_VRAMLOST) &&
+        !(s.before.flags & RVGL_QUEUE_FLAG_VRAM_LOST))
+      return true;
+  }
+  return false;
+}
+
 ResetProbe::Answer QueueHealth::read_ctx_states(std::vector<Seen> &seen, bool none_failed,
                                                 bool probe_anyway, bool *news) {
   *news = false;
@@ -251,31 +283,35 @@ ResetProbe::Answer QueueHealth::read_ctx_states(std::vector<Seen> &seen, bool no
   // Asked after the job errors, as each context would be. Also when a job failed, which sends
   // every queue of `seen` to its own context anyway: a reset that came with the failure is news
   // for the context's other queues and for other contexts.
-  const ResetProbe::Answer a = probe_.ask();
   uint64_t last_reset = 0;
-  {
-    std::lock_guard lk(mu_);
-    ++probe_asks_;
-    if (a != ResetProbe::Answer::kNoReset) {
-      probe_last_reset_ = probe_asks_;  // unknown: a reset
-      verify_after_reset_locked(seen, a == ResetProbe::Answer::kReset);
+  ResetProbe::Answer a = ask_probe(seen, news, &last_reset);
+  const auto read_contexts = [&](bool all) {
+    for (Seen &s : seen) {
+      if (s.before.lost) continue;
+      // The probe speaks for a context only while no reset was seen since that context was last
+      // read, and only where the error read was that of the newest job itself (a guilty
+      // context's later jobs fail too, so it would show): a refusal, or a newest job whose
+      // fence was not recorded yet, leaves the context to be asked.
+      if (!all && none_failed && !s.refused && s.job_known && last_reset < s.ctx_stale_from)
+        continue;
+      s.ctx_read = false;
+      if (s.q->ctx_flags(&s.ctx_flags))
+        s.unread = true;
+      else
+        s.ctx_read = true;
     }
-    *news = a == ResetProbe::Answer::kReset && !reset_told_;
-    reset_told_ = false;
-    last_reset = probe_last_reset_;
-  }
-  verify_jobs(seen);
-  for (Seen &s : seen) {
-    if (s.before.lost) continue;
-    // The probe speaks for a context only while no reset was seen since that context was last
-    // read, and only where the error read was that of the newest job itself (a guilty
-    // context's later jobs fail too, so it would show): a refusal, or a newest job whose fence
-    // was not recorded yet, leaves the context to be asked.
-    if (none_failed && !s.refused && s.job_known && last_reset < s.ctx_stale_from) continue;
-    if (s.q->ctx_flags(&s.ctx_flags))
-      s.unread = true;
-    else
-      s.ctx_read = true;
+  };
+  read_contexts(false);
+  // A reset the probe did not report, yet a context shows: the device was reset after the probe
+  // was asked, while this check ran. A soft recovery is counted after its killed job's fence
+  // signalled, and that job wrote its user fence as one that ran to its end, so no job of this
+  // look was asked about it: its queue would pass for an innocent one. The probe is asked again;
+  // if it reports the reset, every job up to then is verified and every context read after that
+  // answer. With the answer a reset, the look is consistent: any job a later reset ended and
+  // this look classifies was signalled, so its error was there when it was verified.
+  if (a == ResetProbe::Answer::kNoReset && reset_while_checking(seen, last_reset)) {
+    a = ask_probe(seen, news, &last_reset);
+    if (a != ResetProbe::Answer::kNoReset) read_contexts(true);
   }
   return a;
 }
@@ -373,6 +409,7 @@ void QueueHealth::check(int64_t now) {
       Seen s{h, t.queue, {}, t.reached, t.signalled};
       s.refused = std::exchange(t.refused, false);
       s.ctx_stale_from = t.ctx_stale_from;
+      s.resets_shown_from = t.resets_shown_from;
       s.verify_to = t.verify_to;
       s.verified_to = t.verified_to;
       seen.push_back(std::move(s));
@@ -504,11 +541,15 @@ void QueueHealth::check(int64_t now) {
     if (s.ctx_flags & AMDGPU_CTX_QUERY2_FLAGS_GUILTY) {
       flags |= RVGL_QUEUE_FLAG_GUILTY;
       lost = true;
-    } else if ((s.ctx_flags & AMDGPU_CTX_QUERY2_FLAGS_RESET) && !timed_out) {
+    } else if ((s.ctx_flags & AMDGPU_CTX_QUERY2_FLAGS_RESET) && !timed_out &&
+               (s.job_error || s.reached >= s.verify_to)) {
       // Another context's hang reset the GPU under us (or was soft-recovered: the kernel counts
       // that as a reset too). A job of our own that timed out moved the counter itself, with
       // nothing marked guilty when the kernel killed its waves (soft recovery) or reset only its
-      // ring (amdgpu_ring_reset()): that is this queue's hang, not an innocent reset.
+      // ring (amdgpu_ring_reset()): that is this queue's hang, not an innocent reset. So while a
+      // job the queue had submitted when the reset was seen (verify_to) is past what this look
+      // reached, the reset may be that job's own (it signalled, then the reset was counted, after
+      // this look took its progress): the check its completion brings classifies it, verified.
       flags |= RVGL_QUEUE_FLAG_INNOCENT;
     }
     if (s.ctx_flags & AMDGPU_CTX_QUERY2_FLAGS_VRAMLOST) {
@@ -550,7 +591,7 @@ void QueueHealth::check(int64_t now) {
       st.error = s.job_error ? s.job_error : -ECANCELED;
     }
     // Read after the newest probe answer: only a later answer's reset can make it stale.
-    if (s.ctx_read) it->second.ctx_stale_from = probe_asks_ + 1;
+    if (s.ctx_read) it->second.ctx_stale_from = it->second.resets_shown_from = probe_asks_ + 1;
     s.q->publish(st);  // after its records: a guest that sees it lost finds them in the ring
   }
   if (queues_looked_at) events_.notify();

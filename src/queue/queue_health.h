@@ -8,9 +8,12 @@
 // carries -ENODATA: amdgpu_ring_soft_recovery()) — then the kernel contexts' state: the probe's one
 // answer when no job failed and the device was not reset, else each queue's context
 // (reset_probe.h); then the VM's fault cache once for the whole context), and each cause posts
-// exactly one event. QUEUE_STATE only reads what this class published. Events of a check are
-// posted before its state is published, so a guest that sees a queue lost also finds the records
-// that say why.
+// exactly one event. A reset counted while a check runs is taken into that observation: a
+// context that shows one the probe had not reported has the probe asked again
+// (read_ctx_states()), and a queue is innocent only once its look reached the jobs it had
+// submitted when the reset was seen (a killed job past the look may be the reset's cause).
+// QUEUE_STATE only reads what this class published. Events of a check are posted before its state
+// is published, so a guest that sees a queue lost also finds the records that say why.
 //
 // When: after a queue's work reached a new point (its watch saw it; before the point's fences go,
 // unless its job ran to its end and the kernel signalled it), at most once per interval
@@ -62,9 +65,10 @@ class QueueHealth final : public CompletionEngine::Watch, public ResetListener {
   // failure is heard of), and the failed queue's earlier recent jobs are asked for the first
   // failure (one WAIT_CS each). A queue whose point is known only from its user fence adds a
   // SYNCOBJ_QUERY: a check classifies only what the kernel signalled (the fault cache lags the
-  // user fence), and is postponed by an interval while it has not. After the probe reports a reset,
-  // each job a queue had submitted by then costs a WAIT_CS once it is done (the newest 32 at most);
-  // without a probe, every job.
+  // user fence), and is postponed by an interval while it has not. A check whose probe said no
+  // reset while a context it read shows one no answer reported since asks the probe once more.
+  // After the probe reports a reset, each job a queue had submitted by then costs a WAIT_CS once it
+  // is done (the newest 32 at most); without a probe, every job.
   static constexpr int64_t kUserPollNs = 2'000'000;
   // User queues of every context of the process share one budget of looks: with more than
   // kUserPollNs / kUserPollShareNs of them, each is looked at every count x kUserPollShareNs, so
@@ -156,6 +160,10 @@ class QueueHealth final : public CompletionEngine::Watch, public ResetListener {
     // The first probe answer whose "reset" makes this queue's last context state stale: its
     // context was created or queried before that answer was asked.
     uint64_t ctx_stale_from = 0;
+    // The first probe answer that may report a reset this queue's context can show: the first
+    // asked after the context was created or last read. A reset the context shows and no answer
+    // from there on reported was counted while a check ran (read_ctx_states()).
+    uint64_t resets_shown_from = 0;
     // A job the timeout's soft recovery killed wrote its user fence like one that ran to its end
     // (the ring goes on past it); only its kernel fence (-ENODATA) and the device's reset counter
     // say otherwise. Once the probe reports a reset, the jobs up to verify_to (what the queue had
@@ -182,6 +190,7 @@ class QueueHealth final : public CompletionEngine::Watch, public ResetListener {
     bool refused = false;
     bool job_known = false;  // the job at `reached` itself, before its error was read
     uint64_t ctx_stale_from = 0;
+    uint64_t resets_shown_from = 0;           // as Tracked's
     bool ctx_read = false;                    // ctx_flags came from the queue's own context
     uint64_t verify_to = 0, verified_to = 0;  // as Tracked's
     uint64_t failed_seq = 0;                  // the job job_error is of: the first that failed
@@ -193,9 +202,20 @@ class QueueHealth final : public CompletionEngine::Watch, public ResetListener {
   // query; `none_failed`: no job of theirs failed, so the probe may answer for the others. The
   // probe is not asked when no queue of `seen` is live, unless `probe_anyway`. Returns its answer
   // (kNoReset when not asked); *news: a reset no other context had told of (reset_notices.h).
+  // When the probe said no reset and a context shows one anyway (counted while the check ran),
+  // the probe is asked once more and, if it reports it, every context is read after its answer.
   // Engine thread.
   ResetProbe::Answer read_ctx_states(std::vector<Seen> &seen, bool none_failed, bool probe_anyway,
                                      bool *news);
+  // Asks the probe, files its answer (a reset has every queue's jobs submitted so far verified,
+  // and the queues outside `seen` marked), then verifies the jobs of `seen` still to be; *news
+  // is set when the answer was a reset no other context had told of; *last_reset: the number
+  // of the last answer that said "reset". Engine thread.
+  ResetProbe::Answer ask_probe(std::vector<Seen> &seen, bool *news, uint64_t *last_reset);
+  // A live queue of `seen` whose context was read shows a reset its published state does not
+  // have, no failed job of its own explains it, and no probe answer since its context was
+  // created or last read (up to `last_reset`, the last that said "reset") reported one.
+  static bool reset_while_checking(const std::vector<Seen> &seen, uint64_t last_reset);
   // After a check that asked the probe (`answer`): a hang it classified without the reset that
   // ended it has the probe asked again later; a reset ends that. `follow_up`: this check was
   // such a later look. mu_ held.

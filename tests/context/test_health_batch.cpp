@@ -321,6 +321,81 @@ TEST_CASE("a check that trusted its completions has the probe asked once more, w
   }
 }
 
+TEST_CASE(
+    "a job the soft recovery killed, reached after its reset was seen, is a hang, not innocent",
+    "[health]") {
+  // The timeout's soft recovery writes the killed job's user fence, signals its fence with
+  // -ENODATA and only then counts the reset. The health owner may learn of the queue's progress
+  // later than that: told here of job 1 only while job 2 is already killed and counted, its look
+  // reached a clean job 1, the probe reports the reset and the queue's context shows it. That
+  // reset is job 2's own: an innocent reset record for the queue (and then its hang) was wrong.
+  Rig r;
+  QueueHealth &h = r.health;
+  test::ScopedKnob lockup{"RVGL_EMU_LOCKUP_TIMEOUT_MS", "30",
+                          std::getenv("RVGL_EMU_LOCKUP_TIMEOUT_MS") ? nullptr : "2000"};
+  test::ScopedKnob soft{"RVGL_EMU_SOFT_RECOVER_JOB", "2", "0"};
+  REQUIRE(lockup.ok());
+  REQUIRE(soft.ok());
+  auto a = r.queue();
+  h.add(1, a);
+  uint64_t seq = 0;
+  REQUIRE(a->submit({&r.nop_ib, 1}, {}, 0, &seq) == 0);
+  REQUIRE(a->submit({&r.nop_ib, 1}, {}, 0, &seq) == 0);  // its waves hang; soft recovery ends it
+  test::wait_signalled(*a, seq);
+  REQUIRE(test::wait_for([&] {
+    uint64_t flags = 0;
+    return a->ctx_flags(&flags) == 0 && (flags & AMDGPU_CTX_QUERY2_FLAGS_RESET);
+  }));
+  int64_t t = monotonic_ns();
+  complete(h, 1, a, 1, t);
+  CHECK(a->status().flags == 0);
+  CHECK_FALSE(a->status().lost);
+  CHECK(r.events.dropped_unattached() == 0);
+  t += 1'000'000'000;
+  complete(h, 1, a, 2, t);
+  CHECK(a->status().flags == RVGL_QUEUE_FLAG_HANG);
+  CHECK(a->status().error == -ENODATA);
+  CHECK(r.events.dropped_unattached() == 1);  // the hang alone
+}
+
+TEST_CASE("a reset counted between the probe and the context reads is verified, not innocent",
+          "[health]") {
+  // The soft recovery's count lands inside one check: after its probe answered "no reset" and
+  // before it read the contexts (RVGL_EMU_RECOVERY_COUNT_AT_QUERY puts it right after the probe's
+  // query). Job 2 was killed and wrote its user fence, so no job was asked of the kernel; the
+  // queue's context is read anyway (a refusal of its work, here), and it shows the reset.
+  // Classified from that, the queue was an innocent reset; the probe is asked again instead,
+  // reports the reset, and the queue's jobs are verified: a hang.
+  Rig r;
+  QueueHealth &h = r.health;
+  test::ScopedKnob lockup{"RVGL_EMU_LOCKUP_TIMEOUT_MS", "30",
+                          std::getenv("RVGL_EMU_LOCKUP_TIMEOUT_MS") ? nullptr : "2000"};
+  test::ScopedKnob soft{"RVGL_EMU_SOFT_RECOVER_JOB", "2", "0"};
+  test::ScopedKnob at_query{"RVGL_EMU_RECOVERY_COUNT_AT_QUERY", "1", "0"};
+  REQUIRE(lockup.ok());
+  REQUIRE(soft.ok());
+  REQUIRE(at_query.ok());
+  auto a = r.queue();
+  h.add(1, a);
+  uint64_t seq = 0;
+  REQUIRE(a->submit({&r.nop_ib, 1}, {}, 0, &seq) == 0);
+  REQUIRE(a->submit({&r.nop_ib, 1}, {}, 0, &seq) == 0);  // killed by soft recovery
+  test::wait_signalled(*a, seq);
+  uint64_t flags = 0;
+  REQUIRE(a->ctx_flags(&flags) == 0);
+  REQUIRE_FALSE(flags & AMDGPU_CTX_QUERY2_FLAGS_RESET);  // not counted before the check
+  const int64_t t = monotonic_ns();
+  h.completed(1, *a, seq, t);
+  h.refused(1);
+  const uint64_t checks = h.checks();
+  h.check(t);
+  REQUIRE(h.checks() == checks + 1);
+  CHECK(a->status().lost);
+  CHECK(a->status().flags == RVGL_QUEUE_FLAG_HANG);
+  CHECK(a->status().error == -ENODATA);
+  CHECK(r.events.dropped_unattached() == 1);  // the hang alone
+}
+
 TEST_CASE("a reached point whose job's fence is not recorded yet is looked at again", "[health]") {
   // The engine can see a point reached while the VMM's thread is still returning from the CS
   // ioctl, before submit() recorded the job's fence. Its error cannot be read then, and an older
