@@ -538,18 +538,20 @@ void QueueHealth::check(int64_t now) {
     // Past its timeout, whether the GPU or the ring was reset (-ETIME) or its waves were killed
     // (-ENODATA).
     const bool timed_out = s.job_error == -ETIME || s.job_error == -ENODATA;
+    // Another context's hang reset the GPU under us (or was soft-recovered: the kernel counts
+    // that as a reset too). A job of our own that timed out moved the counter itself, with
+    // nothing marked guilty when the kernel killed its waves (soft recovery) or reset only its
+    // ring (amdgpu_ring_reset()): that is this queue's hang, not an innocent reset. So while a
+    // job the queue had submitted when the reset was seen (verify_to) is past what this look
+    // reached, the reset may be that job's own (it signalled, then the reset was counted, after
+    // this look took its progress): the check its completion brings classifies it, verified,
+    // and reads its context again (this read is not recorded as current).
+    const bool reset = (s.ctx_flags & AMDGPU_CTX_QUERY2_FLAGS_RESET) && !timed_out;
+    const bool innocent_later = reset && !s.job_error && s.reached < s.verify_to;
     if (s.ctx_flags & AMDGPU_CTX_QUERY2_FLAGS_GUILTY) {
       flags |= RVGL_QUEUE_FLAG_GUILTY;
       lost = true;
-    } else if ((s.ctx_flags & AMDGPU_CTX_QUERY2_FLAGS_RESET) && !timed_out &&
-               (s.job_error || s.reached >= s.verify_to)) {
-      // Another context's hang reset the GPU under us (or was soft-recovered: the kernel counts
-      // that as a reset too). A job of our own that timed out moved the counter itself, with
-      // nothing marked guilty when the kernel killed its waves (soft recovery) or reset only its
-      // ring (amdgpu_ring_reset()): that is this queue's hang, not an innocent reset. So while a
-      // job the queue had submitted when the reset was seen (verify_to) is past what this look
-      // reached, the reset may be that job's own (it signalled, then the reset was counted, after
-      // this look took its progress): the check its completion brings classifies it, verified.
+    } else if (reset && !innocent_later) {
       flags |= RVGL_QUEUE_FLAG_INNOCENT;
     }
     if (s.ctx_flags & AMDGPU_CTX_QUERY2_FLAGS_VRAMLOST) {
@@ -591,7 +593,8 @@ void QueueHealth::check(int64_t now) {
       st.error = s.job_error ? s.job_error : -ECANCELED;
     }
     // Read after the newest probe answer: only a later answer's reset can make it stale.
-    if (s.ctx_read) it->second.ctx_stale_from = it->second.resets_shown_from = probe_asks_ + 1;
+    if (s.ctx_read && !innocent_later)
+      it->second.ctx_stale_from = it->second.resets_shown_from = probe_asks_ + 1;
     s.q->publish(st);  // after its records: a guest that sees it lost finds them in the ring
   }
   if (queues_looked_at) events_.notify();

@@ -358,6 +358,30 @@ TEST_CASE(
   CHECK(r.events.dropped_unattached() == 1);  // the hang alone
 }
 
+TEST_CASE("an innocent queue whose look is behind the reset hears of it once it catches up",
+          "[health]") {
+  // Another context's reset, seen while the look at this queue had reached job 1 of its 2: the
+  // reset may yet prove to be job 2's own, so the queue is not found innocent then; the look that
+  // reaches job 2 finds it clean, reads the context again, and posts the innocent reset, once.
+  Rig r;
+  QueueHealth &h = r.health;
+  auto b = r.queue_with_jobs(r.nop_ib, 2);
+  h.add(1, b);
+  reset_now(r);
+  int64_t t = monotonic_ns();
+  complete(h, 1, b, 1, t);
+  CHECK(b->status().flags == 0);
+  CHECK(r.events.dropped_unattached() == 0);
+  t += 1'000'000'000;
+  complete(h, 1, b, 2, t);
+  CHECK(b->status().flags == RVGL_QUEUE_FLAG_INNOCENT);
+  CHECK_FALSE(b->status().lost);
+  CHECK(r.events.dropped_unattached() == 1);
+  t += 1'000'000'000;
+  complete(h, 1, b, 2, t);
+  CHECK(r.events.dropped_unattached() == 1);
+}
+
 TEST_CASE("a reset counted between the probe and the context reads is verified, not innocent",
           "[health]") {
   // The soft recovery's count lands inside one check: after its probe answered "no reset" and
