@@ -97,6 +97,27 @@ uint64_t ioctls_of(QueueHealth &h, F &&f) {
   return n;
 }
 
+// Submits `jobs` nop jobs on `q` and waits for the kernel to signal the last; returns its seq.
+uint64_t run_jobs(const Rig &r, KernelQueue &q, int jobs) {
+  uint64_t seq = 0;
+  for (int i = 0; i < jobs; ++i)
+    REQUIRE(q.submit({&r.nop_ib, 1}, {}, 0, &seq) == 0);
+  test::wait_signalled(q, seq);
+  return seq;
+}
+
+// The timeout's soft recovery kills the 2nd job of every kernel context 30 ms in: its user fence
+// is written, its fence signals -ENODATA, and only then is the reset counted.
+struct SoftRecovery {
+  test::ScopedKnob lockup{"RVGL_EMU_LOCKUP_TIMEOUT_MS", "30",
+                          std::getenv("RVGL_EMU_LOCKUP_TIMEOUT_MS") ? nullptr : "2000"};
+  test::ScopedKnob soft{"RVGL_EMU_SOFT_RECOVER_JOB", "2", "0"};
+  SoftRecovery() {
+    REQUIRE(lockup.ok());
+    REQUIRE(soft.ok());
+  }
+};
+
 // A queue whose one job ran to its end, added to r's health owner as `handle` and checked at
 // `t`: 2 ioctls (the probe, the fault cache).
 std::shared_ptr<KernelQueue> checked_queue(Rig &r, uint32_t handle, int64_t t) {
@@ -331,17 +352,10 @@ TEST_CASE(
   // reset is job 2's own: an innocent reset record for the queue (and then its hang) was wrong.
   Rig r;
   QueueHealth &h = r.health;
-  test::ScopedKnob lockup{"RVGL_EMU_LOCKUP_TIMEOUT_MS", "30",
-                          std::getenv("RVGL_EMU_LOCKUP_TIMEOUT_MS") ? nullptr : "2000"};
-  test::ScopedKnob soft{"RVGL_EMU_SOFT_RECOVER_JOB", "2", "0"};
-  REQUIRE(lockup.ok());
-  REQUIRE(soft.ok());
+  SoftRecovery soft;
   auto a = r.queue();
   h.add(1, a);
-  uint64_t seq = 0;
-  REQUIRE(a->submit({&r.nop_ib, 1}, {}, 0, &seq) == 0);
-  REQUIRE(a->submit({&r.nop_ib, 1}, {}, 0, &seq) == 0);  // its waves hang; soft recovery ends it
-  test::wait_signalled(*a, seq);
+  run_jobs(r, *a, 2);  // job 2's waves hang; soft recovery ends it
   REQUIRE(test::wait_for([&] {
     uint64_t flags = 0;
     return a->ctx_flags(&flags) == 0 && (flags & AMDGPU_CTX_QUERY2_FLAGS_RESET);
@@ -392,19 +406,12 @@ TEST_CASE("a reset counted between the probe and the context reads is verified, 
   // reports the reset, and the queue's jobs are verified: a hang.
   Rig r;
   QueueHealth &h = r.health;
-  test::ScopedKnob lockup{"RVGL_EMU_LOCKUP_TIMEOUT_MS", "30",
-                          std::getenv("RVGL_EMU_LOCKUP_TIMEOUT_MS") ? nullptr : "2000"};
-  test::ScopedKnob soft{"RVGL_EMU_SOFT_RECOVER_JOB", "2", "0"};
+  SoftRecovery soft;
   test::ScopedKnob at_query{"RVGL_EMU_RECOVERY_COUNT_AT_QUERY", "1", "0"};
-  REQUIRE(lockup.ok());
-  REQUIRE(soft.ok());
   REQUIRE(at_query.ok());
   auto a = r.queue();
   h.add(1, a);
-  uint64_t seq = 0;
-  REQUIRE(a->submit({&r.nop_ib, 1}, {}, 0, &seq) == 0);
-  REQUIRE(a->submit({&r.nop_ib, 1}, {}, 0, &seq) == 0);  // killed by soft recovery
-  test::wait_signalled(*a, seq);
+  const uint64_t seq = run_jobs(r, *a, 2);  // job 2 killed by soft recovery
   uint64_t flags = 0;
   REQUIRE(a->ctx_flags(&flags) == 0);
   REQUIRE_FALSE(flags & AMDGPU_CTX_QUERY2_FLAGS_RESET);  // not counted before the check
