@@ -1,5 +1,7 @@
 #include "spm/spm_reaper.h"
 
+#include <algorithm>
+
 namespace rvgl {
 
 SpmReaper &SpmReaper::instance() {
@@ -20,7 +22,7 @@ void SpmReaper::finish(Work &w) {
   w.then = nullptr;  // its captures go before the work counts as done
   std::lock_guard lk(mu_);
   w.done = true;
-  if (--running_ == 0) idle_.notify_all();
+  idle_.notify_all();
 }
 
 void SpmReaper::reap() {
@@ -43,7 +45,6 @@ void SpmReaper::retire(std::unique_ptr<SpmSession> session, std::function<void()
   try {
     std::lock_guard lk(mu_);
     w = &work_.emplace_back();
-    ++running_;
     w->session = std::move(session);
     w->then = std::move(then);
     // Started under mu_, so the thread's finish() cannot mark it done before `thread` is set.
@@ -65,7 +66,9 @@ void SpmReaper::retire(std::unique_ptr<SpmSession> session, std::function<void()
 void SpmReaper::drain() {
   {
     std::unique_lock lk(mu_);
-    idle_.wait(lk, [this] { return running_ == 0; });
+    idle_.wait(lk, [this] {
+      return std::all_of(work_.begin(), work_.end(), [](const Work &w) { return w.done; });
+    });
   }
   reap();
 }

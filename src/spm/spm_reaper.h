@@ -9,7 +9,6 @@
 #pragma once
 
 #include <condition_variable>
-#include <cstdint>
 #include <functional>
 #include <list>
 #include <memory>
@@ -48,7 +47,6 @@ class SpmReaper {
   std::mutex mu_;
   std::condition_variable idle_;
   std::list<Work> work_;  // mu_; list nodes stay put while their thread uses them
-  uint32_t running_ = 0;  // mu_
 };
 
 }  // namespace rvgl
