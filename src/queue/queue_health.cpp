@@ -490,26 +490,34 @@ void QueueHealth::check(int64_t now) {
   rvgl_drm_amdgpu_info_gpuvm_fault fault{};
   const bool new_fault = queues_looked_at && !any_unread && take_new_fault(&fault);
 
-  // The fault belongs to the queue whose job failed with it; without a failed job (the access was
-  // dropped and the job completed), to the only queue that completed work since the last look.
+  // A fault is a queue's only when no other queue of the look can have made it: the fault cache
+  // names no ring. With a stopping fault (vm_fault_stop) the faulting job fails, so it is the
+  // queue whose job failed, if one alone did; a cancelled job never ran (the scheduler skips a
+  // job whose fence it cancelled: drm_sched_entity_pop_job(), amdgpu_job_run()). With none
+  // failed (the kernel's default: the access was dropped and the job completed), it is the only
+  // queue that completed work since the last look. A queue lost before this look completes
+  // nothing new (a cancelled job's signal, a refused submission): it is none of these.
   Seen *fault_owner = nullptr;
+  uint32_t fault_queue = RVGL_EVENT_QUEUE_NONE;  // a user queue's handle, when it is theirs
   if (new_fault) {
-    for (Seen &s : seen)
-      if (!s.before.lost && s.job_error) {
-        fault_owner = &s;
-        break;
-      }
-    // A queue lost before this look completes nothing new (a cancelled job's signal, a refused
-    // submission): it neither owns the fault nor keeps another queue from owning it.
-    Seen *only_live = nullptr;
-    size_t live = 0;
-    for (Seen &s : seen)
-      if (!s.before.lost) ++live, only_live = &s;
-    if (!fault_owner && live == 1 && users.empty()) fault_owner = only_live;
+    Seen *only_failed = nullptr, *only_live = nullptr;
+    size_t failed = 0, live = 0;
+    for (Seen &s : seen) {
+      if (s.before.lost) continue;
+      ++live, only_live = &s;
+      if (s.job_error && s.job_error != -ECANCELED) ++failed, only_failed = &s;
+    }
+    if (failed == 1)
+      fault_owner = only_failed;
+    else if (failed == 0 && live == 1 && users.empty())
+      fault_owner = only_live;
+    else if (failed == 0 && live == 0 && users.size() == 1)
+      fault_queue = users[0].first;
+    // Nobody can tell whose it is: posted once, before any queue of the look is published lost.
+    if (!fault_owner && fault_queue == RVGL_EVENT_QUEUE_NONE)
+      post_fault(RVGL_EVENT_QUEUE_NONE, fault);
   }
-  // An unowned fault: check_users() gives it to the only user queue looked at, or posts it once
-  // for no queue.
-  check_users(users, new_fault && !fault_owner, fault);
+  check_users(users, fault_queue, fault);
 
   bool hang = false;  // classified now: its recovery may count the reset only later
   bool look_again = false;
@@ -693,14 +701,10 @@ void QueueHealth::postpone(
 }
 
 void QueueHealth::check_users(std::vector<std::pair<uint32_t, std::shared_ptr<UserQueue>>> &users,
-                              bool fault_unclaimed, const rvgl_drm_amdgpu_info_gpuvm_fault &fault) {
+                              uint32_t fault_queue, const rvgl_drm_amdgpu_info_gpuvm_fault &fault) {
   // A user queue that faulted stops (the kernel reports it hung: mes_userq_detect_and_reset(),
-  // amdgpu_userq_hang_detect_work()); the fault itself is only in the VM's fault cache. The only
-  // user queue looked at gets an unclaimed fault; with several, nobody can tell which.
-  uint32_t fault_queue = RVGL_EVENT_QUEUE_NONE;
-  if (fault_unclaimed && users.size() == 1) fault_queue = users[0].first;
-  if (fault_unclaimed && fault_queue == RVGL_EVENT_QUEUE_NONE)
-    post_fault(RVGL_EVENT_QUEUE_NONE, fault);
+  // amdgpu_userq_hang_detect_work()); the fault itself is only in the VM's fault cache, and
+  // check() gives it to a user queue only when it was the only queue looked at.
   for (auto &[handle, q] : users) {
     UserQueue::Status st = q->status();
     if (st.lost && handle != fault_queue) continue;

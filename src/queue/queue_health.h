@@ -238,8 +238,10 @@ class QueueHealth final : public CompletionEngine::Watch, public ResetListener {
   // look failed, which would own it) a fault the fault cache holds that no look attributed.
   // Takes mu_.
   void give_up(const std::vector<const Seen *> &queues, bool fault_unowned);
+  // Classifies the user queues looked at; `fault_queue`, when not RVGL_EVENT_QUEUE_NONE, is the
+  // one that gets `fault`.
   void check_users(std::vector<std::pair<uint32_t, std::shared_ptr<UserQueue>>> &users,
-                   bool fault_unclaimed, const rvgl_drm_amdgpu_info_gpuvm_fault &fault);
+                   uint32_t fault_queue, const rvgl_drm_amdgpu_info_gpuvm_fault &fault);
   // Whether a check is due and allowed now (some queue marked, its interval passed); if not, sets
   // the deadline. `dirty`: the caller has just marked a queue. mu_ held; the caller checks after
   // releasing it.

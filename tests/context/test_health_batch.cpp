@@ -7,6 +7,10 @@
 #include <catch2/catch.hpp>
 
 #include <cerrno>
+#include <algorithm>
+#include <cstring>
+#include <string>
+#include <vector>
 
 #include "../tools/common/amd_packets.h"
 #include "amdgpu/amdgpu_device.h"
@@ -17,6 +21,7 @@
 #include "queue/queue_health.h"
 #include "rvgl_emu.h"
 #include "support/device_bo.h"
+#include "support/device_user_queue.h"
 #include "support/held_interrupts.h"
 #include "support/queue_wait.h"
 #include "support/scoped_knob.h"
@@ -44,6 +49,7 @@ struct Rig {
   std::shared_ptr<AmdgpuDevice> dev = open_device();
   test::DeviceBo ibs{*dev, 4096, AMDGPU_GEM_DOMAIN_GTT, kIbVa};
   rvgl_ib nop_ib{}, fault_ib{}, fault2_ib{};
+  std::vector<uint8_t> page;  // the shared page, once attach_page() gave the ring one
   EventRing events{[] {}};
   QueueHealth health{dev, events, [] {}};
 
@@ -61,6 +67,34 @@ struct Rig {
     fault2_ib = {kIbVa + 2048, static_cast<uint32_t>(fault2.size() * 4), 0};
   }
   ~Rig() { dev->gem_close(ibs.handle); }
+
+  // Gives the event ring a shared page, so a test can read the records' queues.
+  void attach_page() {
+    page.resize(RVGL_SHMEM_SIZE);
+    ShmemView view(page.data(), page.size());
+    view.init_header();
+    events.attach(view);
+  }
+  // The records written so far (the ring never wraps here) as "type queue", sorted: the records
+  // of one check come in handle order, which a test about who gets what need not pin down.
+  std::vector<std::string> records_by_queue() const {
+    const auto *hdr = reinterpret_cast<const rvgl_shmem_header *>(page.data());
+    std::vector<std::string> out;
+    for (uint32_t i = 0; i < hdr->event_wptr; ++i) {
+      rvgl_event e;
+      std::memcpy(&e, page.data() + RVGL_EVENT_RING_OFFSET + i * sizeof(e), sizeof(e));
+      const bool guilty = e.payload[0] & RVGL_EVENT_RESET_GUILTY;
+      const char *type = e.type == RVGL_EVENT_VM_FAULT      ? "vm_fault"
+                         : e.type == RVGL_EVENT_QUEUE_HANG  ? "hang"
+                         : e.type != RVGL_EVENT_QUEUE_RESET ? "other"
+                         : guilty                           ? "guilty_reset"
+                                                            : "innocent_reset";
+      out.push_back(std::string(type) + " " +
+                    (e.queue == RVGL_EVENT_QUEUE_NONE ? "none" : std::to_string(e.queue)));
+    }
+    std::sort(out.begin(), out.end());
+    return out;
+  }
 
   std::shared_ptr<KernelQueue> queue() {
     std::unique_ptr<KernelQueue> q;
@@ -153,6 +187,27 @@ uint64_t deferred_check_ioctls(Rig &r, std::vector<std::shared_ptr<KernelQueue>>
   }
   REQUIRE(h.checks() == 1);
   return ioctls_of(h, [&] { h.tick(t0 + 1'000'000'000); });
+}
+
+// Queues 1 (`a`, at `seq_a`) and 2 (`b`, at `seq_b`) both completed now: one check of both.
+void check_together(QueueHealth &h, const std::shared_ptr<KernelQueue> &a, uint64_t seq_a,
+                    const std::shared_ptr<KernelQueue> &b, uint64_t seq_b) {
+  h.add(1, a);
+  h.add(2, b);
+  const int64_t t = monotonic_ns();
+  h.completed(1, *a, seq_a, t);
+  h.completed(2, *b, seq_b, t);
+  const uint64_t checks = h.checks();
+  h.check(t);
+  REQUIRE(h.checks() == checks + 1);
+}
+
+// What QUEUE_STATE reports for a queue the check found lost.
+void check_lost(const KernelQueue &q, uint32_t flags, int error) {
+  const KernelQueue::Status st = q.status();
+  CHECK(st.lost);
+  CHECK(st.flags == flags);
+  CHECK(st.error == error);
 }
 
 }  // namespace
@@ -610,4 +665,87 @@ TEST_CASE("user queues of the whole process share one budget of looks", "[health
   CHECK(QueueHealth::user_poll_interval_ns(41) == 2'050'000);
   CHECK(QueueHealth::user_poll_interval_ns(128 * 62) == 396'800'000);
   CHECK(QueueHealth::user_poll_interval_ns(UINT64_MAX) > 0);
+}
+
+TEST_CASE("a fault two failed queues may have made is posted once, for no queue", "[health]") {
+  // Queue a's job hangs and the timeout's soft recovery kills it (-ENODATA); queue b's job faults
+  // and stops (vm_fault_stop=2: -ETIME, guilty). Both failures are in one look, and the VM's
+  // fault cache names no queue (its status holds no ring). The fault went to the first failed
+  // queue in handle order: a got VM_FAULT and no hang, b a hang it did not have. Nobody can tell
+  // whose it is: one VM_FAULT for no queue, and each job past its timeout is a hang.
+  Rig r;
+  r.attach_page();
+  QueueHealth &h = r.health;
+  SoftRecovery soft;
+  test::ScopedKnob stop{"RVGL_EMU_VM_FAULT_STOP", "2"};
+  REQUIRE(stop.ok());
+  auto a = r.queue();
+  const uint64_t seq_a = run_jobs(r, *a, 2);  // job 2 killed by soft recovery
+  auto b = r.queue_with_jobs(r.fault_ib);
+  check_together(h, a, seq_a, b, 1);
+  check_lost(*a, RVGL_QUEUE_FLAG_HANG, -ENODATA);
+  check_lost(*b, RVGL_QUEUE_FLAG_GUILTY | RVGL_QUEUE_FLAG_HANG, -ETIME);
+  CHECK(r.records_by_queue() ==
+        std::vector<std::string>{"guilty_reset 2", "hang 1", "hang 2", "vm_fault none"});
+}
+
+TEST_CASE("a queue whose job a reset cancelled does not take the fault of the job that made it",
+          "[health]") {
+  // Queue a's job is lost to another context's GPU reset (-ECANCELED: it never ran, as the
+  // kernel's scheduler skips a cancelled job); queue b's job faults and stops. The fault is b's,
+  // though a failed too and has the lower handle.
+  Rig r;
+  r.attach_page();
+  QueueHealth &h = r.health;
+  test::ScopedKnob stop{"RVGL_EMU_VM_FAULT_STOP", "2"};
+  REQUIRE(stop.ok());
+  std::shared_ptr<KernelQueue> a;
+  {
+    test::ScopedKnob reset("RVGL_EMU_RESET_JOB", "1", "0");
+    REQUIRE(reset.ok());
+    a = r.queue_with_jobs(r.nop_ib);
+  }
+  auto b = r.queue_with_jobs(r.fault_ib);
+  check_together(h, a, 1, b, 1);
+  check_lost(*a, RVGL_QUEUE_FLAG_INNOCENT, -ECANCELED);
+  check_lost(*b, RVGL_QUEUE_FLAG_GUILTY | RVGL_QUEUE_FLAG_VM_FAULT, -ETIME);
+  CHECK(r.records_by_queue() ==
+        std::vector<std::string>{"guilty_reset 2", "innocent_reset 1", "vm_fault 2"});
+}
+
+TEST_CASE("a fault while a kernel queue and a user queue are looked at is no user queue's",
+          "[health]") {
+  // With vm_fault_stop=0 a faulting access is dropped and the queue goes on, so a user queue's
+  // fault looks like a kernel job's that completed. The only user queue looked at got it while a
+  // kernel queue had completed work in the same look; PROTOCOL.md gives it to a user queue only
+  // when that was the only queue the host looked at.
+  Rig r;
+  if (!test::DeviceUserQueue::supported(*r.dev)) return;  // gfx942: no user queues
+  r.attach_page();
+  QueueHealth &h = r.health;
+  test::ScopedKnob mode{"RVGL_EMU_VM_FAULT_STOP", "0"};
+  REQUIRE(mode.ok());
+  rvgl_emu_counters c{};
+  rvgl_emu_get_counters(&c, sizeof(c));
+  const uint64_t faults_before = c.vm_faults;
+  test::DeviceUserQueue u(r.dev, 1ull << 30);
+  h.add_user(3, u.q);
+  std::vector<uint32_t> fault;
+  pk::pm4_write_data(fault, kUnmappedVa, {1});
+  u.run(fault);
+  REQUIRE(test::wait_for([&] {
+    rvgl_emu_get_counters(&c, sizeof(c));
+    return c.vm_faults == faults_before + 1;
+  }));
+  auto k = r.queue_with_jobs(r.nop_ib);
+  h.add(1, k);
+  const int64_t t = monotonic_ns();
+  h.completed(1, *k, 1, t);
+  const uint64_t checks = h.checks();
+  h.tick(t + 1'000'000'000);  // the user queues' look is due: one check of both
+  REQUIRE(h.checks() == checks + 1);
+  CHECK(u.q->status().flags == 0);
+  CHECK(k->status().flags == 0);
+  CHECK(r.records_by_queue() == std::vector<std::string>{"vm_fault none"});
+  h.remove(3);
 }
