@@ -63,7 +63,7 @@ struct Config {
   uint64_t reset_job = 0;  // the Nth job of every context is lost to an innocent GPU reset
   bool reset_vram_lost = false;
   uint64_t fault_va = 0, fault_len = 0;
-  // amdgpu.vm_fault_stop: 0 never (the kernel's default), 1 first, 2 always.
+  // amdgpu.vm_fault_stop: 0 never (the kernel's default), 1 as 0 on GFX9+, 2 always.
   uint64_t vm_fault_stop = 0;
   bool no_syncobj_eventfd = false;  // hide DRM_IOCTL_SYNCOBJ_EVENTFD as a pre-6.6 kernel does
 

@@ -9,8 +9,11 @@
 namespace rvgl::emu {
 
 FaultPolicy fault_policy_from_knob(uint64_t vm_fault_stop) {
-  // amdgpu_drv.c vm_fault_stop: 0 = never (default), 1 = first fault, 2 = always.
-  return vm_fault_stop == 0 ? FaultPolicy::Continue : FaultPolicy::Stop;
+  // amdgpu_drv.c vm_fault_stop: 0 = never (default), 1 = "print first", 2 = always. The GFX9+
+  // hubs of both profiles turn the dummy-page redirect off for 2 alone (gmc_v9_0_hw_init,
+  // gfx_v11_0_gfxhub_enable: value = vm_fault_stop == AMDGPU_VM_FAULT_STOP_ALWAYS ? false :
+  // true); only gmc_v6/v7/v8's interrupt handlers (pre-GFX9) act on 1. So 1 is 0 here.
+  return vm_fault_stop == 2 ? FaultPolicy::Stop : FaultPolicy::Continue;
 }
 
 // The status register latches the first fault; the follow-ups of a burst read back 0 and

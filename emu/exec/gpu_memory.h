@@ -13,11 +13,11 @@
 namespace rvgl::emu {
 
 enum class FaultPolicy {
-  Continue,  // vm_fault_stop=0: gfxhub *_set_fault_enable_default(adev, true), the default page
+  Continue,  // vm_fault_stop=0 or 1: gfxhub *_set_fault_enable_default(adev, true), the dummy page
   Stop,      // vm_fault_stop=2: the VM context halts on the fault, the job hangs
 };
 
-// The policy the knob selects (1, "first fault", stops like 2 here: every job is a first).
+// The policy the knob selects (1 is 0 on the GFX9+ parts emulated: gpu_memory.cpp).
 FaultPolicy fault_policy_from_knob(uint64_t vm_fault_stop);
 
 class GpuMemory {

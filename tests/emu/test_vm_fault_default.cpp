@@ -140,6 +140,27 @@ TEST_CASE("RVGL_EMU_VM_FAULT_STOP=2 stops the job, blames the context and record
   CHECK(counters().jobs_failed == before.jobs_failed + 1);
 }
 
+TEST_CASE("RVGL_EMU_VM_FAULT_STOP=1 acts as 0 on the GFX9+ parts emulated",
+          "[faults][vm_fault_stop]") {
+  // STOP_FIRST is acted on only by gmc_v6/v7/v8's interrupt handlers; the GFX9+ hubs keep the
+  // dummy-page redirect unless vm_fault_stop is 2. The emulator stopped the job here.
+  Knob stop("RVGL_EMU_VM_FAULT_STOP", "1", "0");
+  REQUIRE(stop.rc() == 0);
+  FaultRig r;
+  const auto before = counters();
+  for (int i = 0; i < 2; ++i) {  // not the first fault only: every one
+    std::vector<uint32_t> ib;
+    sdma::fence(ib, kUnmapped + 0x3000 + i * 0x1000, 0xbad);
+    sdma::fence(ib, r.buf.va + 64 + i * 8, 0xabcd);
+    CHECK(r.run(AMDGPU_HW_IP_DMA, ib, i * 1024) == 0);
+    CHECK(r.buf.u32()[16 + i * 2] == 0xabcd);
+    CHECK(vm_fault(r.fd.get()).addr == kUnmapped + 0x3000 + i * 0x1000);
+  }
+  CHECK(ctx_state2(r.fd.get(), r.ctx) == 0);
+  CHECK(counters().vm_faults == before.vm_faults + 2);
+  CHECK(counters().jobs_failed == before.jobs_failed);
+}
+
 TEST_CASE("RVGL_EMU_VM_FAULT_STOP takes 0, 1 and 2 only", "[faults][vm_fault_stop]") {
   CHECK(rvgl_emu_set_knob("RVGL_EMU_VM_FAULT_STOP", "3") == -EINVAL);
   CHECK(rvgl_emu_set_knob("RVGL_EMU_VM_FAULT_STOP", "x") == -EINVAL);
