@@ -91,6 +91,8 @@ int Emulator::set_knob_locked(std::string_view name, std::string_view value) {
   }
   knobs().load(cfg_);
   if (name == "RVGL_EMU_FAIL") faults_.set_rules(cfg_.fail);
+  if (name == "RVGL_EMU_VM_FAULT_STOP" && tree_ && !tree_->write_module_parameters(cfg_))
+    return errno ? -errno : -EIO;
   return 0;
 }
 

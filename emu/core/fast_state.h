@@ -58,7 +58,8 @@ static inline bool path_maybe_emulated(const char *path) {
   if (path[1] != 's') return false;
   return path_has_prefix(path, "/sys/dev/char/226:", false) ||
          path_has_prefix(path, kPciRoot, true) || path_has_prefix(path, "/sys/class/drm", true) ||
-         path_has_prefix(path, "/sys/bus/pci/", false);
+         path_has_prefix(path, "/sys/bus/pci/", false) ||
+         path_has_prefix(path, "/sys/module/amdgpu", true);
 }
 
 // A relative path under dirfd, or dirfd itself (AT_EMPTY_PATH): only ours if dirfd is.

@@ -23,8 +23,12 @@ using fast::kPciRoot;
 // Buses from 0xc1 keep clear of the low buses real on-board devices use.
 constexpr int kFirstBus = 0xc1;
 
-constexpr const char *kFixedPrefixes[] = {"/dev/dri", "/dev/udmabuf", "/sys/class/drm",
-                                          "/sys/bus/pci/drivers/amdgpu", "/sys/bus/pci/rescan"};
+constexpr const char *kFixedPrefixes[] = {"/dev/dri",
+                                          "/dev/udmabuf",
+                                          "/sys/class/drm",
+                                          "/sys/bus/pci/drivers/amdgpu",
+                                          "/sys/bus/pci/rescan",
+                                          "/sys/module/amdgpu"};
 
 bool has_prefix(const char *path, const std::string_view prefix) {
   if (std::strncmp(path, prefix.data(), prefix.size()) != 0) return false;
@@ -183,9 +187,21 @@ bool FakeTree::build(const Config &cfg) {
   // The bus's rescan attribute (pci-sysfs.c bus_attr_rescan), and where absorbed writes go.
   if (!write_text(sys + "/bus/pci/rescan", "", 0200) || !make_dirs(root_ + "/absorbed"))
     return false;
+  if (!make_dirs(sys + "/module/amdgpu/parameters") || !write_module_parameters(cfg)) return false;
   for (uint32_t i = 0; i < devices_; ++i)
     if (!build_device(p, static_cast<int>(i))) return false;
   return true;
+}
+
+bool FakeTree::write_module_parameters(const Config &cfg) {
+  // amdgpu_drv.c: module_param_named(vm_fault_stop, ..., int, 0444), printed "%d\n". Written
+  // aside and renamed over the old file, so a reader sees one value or the other, never a
+  // truncated file.
+  const std::string dir = root_ + "/sys/module/amdgpu/parameters";
+  const std::string text = std::to_string(cfg.vm_fault_stop) + "\n";
+  return write_text(dir + "/.vm_fault_stop.new", text) &&
+         real::renameat(AT_FDCWD, (dir + "/.vm_fault_stop.new").c_str(), AT_FDCWD,
+                        (dir + "/vm_fault_stop").c_str()) == 0;
 }
 
 // A partitionable part describes its compute partitioning the way amdgpu does: the mode in

@@ -62,6 +62,9 @@ class FakeTree {
   // pci_rescan_bus: every removed device comes back. Returns how many did.
   int rescan();
   bool present(int device) const;
+  // The module parameters the host reads (/sys/module/amdgpu/parameters): the kernel fixes
+  // them at load; the emulator writes them again when a test changes the knob.
+  bool write_module_parameters(const Config &cfg);
   // Where a write to a host /sys or /proc file goes instead (a file of the tree, never read).
   std::string absorb_path(std::string_view public_path) const;
 

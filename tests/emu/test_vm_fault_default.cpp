@@ -202,3 +202,22 @@ TEST_CASE("the user fence is written before the interrupt handler records faults
   CHECK(vm_fault(r.fd.get()).addr == kUnmapped + 0x3000);
   CHECK(rvgl_emu_set_knob("RVGL_EMU_IRQ_LATENCY_US", "10000001") == -EINVAL);  // past the hold
 }
+
+TEST_CASE("the module parameter the host reads follows RVGL_EMU_VM_FAULT_STOP",
+          "[faults][vm_fault_stop]") {
+  // amdgpu_drv.c: vm_fault_stop is 0444 under /sys/module/amdgpu/parameters, printed "%d\n".
+  auto read = [] {
+    FILE *f = std::fopen("/sys/module/amdgpu/parameters/vm_fault_stop", "re");
+    if (!f) return std::string("(none)");
+    char buf[16] = {};
+    const size_t n = std::fread(buf, 1, sizeof(buf) - 1, f);
+    std::fclose(f);
+    return std::string(buf, n);
+  };
+  {
+    Knob stop("RVGL_EMU_VM_FAULT_STOP", "2", "0");
+    REQUIRE(stop.rc() == 0);
+    CHECK(read() == "2\n");
+  }
+  CHECK(read() == "0\n");
+}
