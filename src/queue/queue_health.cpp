@@ -5,6 +5,7 @@
 #include <utility>
 #include <vector>
 
+#include "amdgpu/kernel_params.h"
 #include "queue/health_pacer.h"
 #include "util/monotonic_clock.h"
 
@@ -491,12 +492,12 @@ void QueueHealth::check(int64_t now) {
   const bool new_fault = queues_looked_at && !any_unread && take_new_fault(&fault);
 
   // A fault is a queue's only when no other queue of the look can have made it: the fault cache
-  // names no ring. With a stopping fault (vm_fault_stop) the faulting job fails, so it is the
-  // queue whose job failed, if one alone did; a cancelled job never ran (the scheduler skips a
-  // job whose fence it cancelled: drm_sched_entity_pop_job(), amdgpu_job_run()). With none
-  // failed (the kernel's default: the access was dropped and the job completed), it is the only
-  // queue that completed work since the last look. A queue lost before this look completes
-  // nothing new (a cancelled job's signal, a refused submission): it is none of these.
+  // names no ring. Where the kernel stops a faulting job (vm_fault_stop=2) the job fails, so it
+  // is the queue whose job failed, if one alone did; a cancelled job never ran (the scheduler
+  // skips a job whose fence it cancelled: drm_sched_entity_pop_job(), amdgpu_job_run()).
+  // Otherwise (the kernel's default drops the access and the job goes on, so a failure of
+  // another cause proves nothing) it is the only queue of the look. A queue lost before this look
+  // completes nothing new (a cancelled job's signal, a refused submission): it is none of these.
   Seen *fault_owner = nullptr;
   uint32_t fault_queue = RVGL_EVENT_QUEUE_NONE;  // a user queue's handle, when it is theirs
   if (new_fault) {
@@ -507,11 +508,13 @@ void QueueHealth::check(int64_t now) {
       ++live, only_live = &s;
       if (s.job_error && s.job_error != -ECANCELED) ++failed, only_failed = &s;
     }
-    if (failed == 1)
+    // Read only now: a fault is rare, and the file costs a few system calls.
+    const bool stops = failed && read_vm_fault_mode() == VmFaultMode::kStop;
+    if (stops && failed == 1)
       fault_owner = only_failed;
-    else if (failed == 0 && live == 1 && users.empty())
+    else if (!stops && live == 1 && users.empty())
       fault_owner = only_live;
-    else if (failed == 0 && live == 0 && users.size() == 1)
+    else if (!stops && live == 0 && users.size() == 1)
       fault_queue = users[0].first;
     // Nobody can tell whose it is: posted once, before any queue of the look is published lost.
     if (!fault_owner && fault_queue == RVGL_EVENT_QUEUE_NONE)

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cstring>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "../tools/common/amd_packets.h"
@@ -200,6 +201,25 @@ void check_together(QueueHealth &h, const std::shared_ptr<KernelQueue> &a, uint6
   const uint64_t checks = h.checks();
   h.check(t);
   REQUIRE(h.checks() == checks + 1);
+}
+
+// Queue 1 of a check: its job 2 hung and the timeout's soft recovery killed it (-ENODATA); made
+// (as queue 2 is next, faulting: `vm_fault_stop` says how) only once the recovery has counted its
+// reset, so queue 2's context does not show it. One check of both; returns queue 1 and 2.
+std::pair<std::shared_ptr<KernelQueue>, std::shared_ptr<KernelQueue>> soft_recovered_and_faulted(
+    Rig &r, const char *vm_fault_stop) {
+  SoftRecovery soft;
+  test::ScopedKnob mode{"RVGL_EMU_VM_FAULT_STOP", vm_fault_stop};
+  REQUIRE(mode.ok());
+  auto a = r.queue();
+  const uint64_t seq_a = run_jobs(r, *a, 2);
+  REQUIRE(test::wait_for([&] {
+    uint64_t flags = 0;
+    return a->ctx_flags(&flags) == 0 && (flags & AMDGPU_CTX_QUERY2_FLAGS_RESET);
+  }));
+  auto b = r.queue_with_jobs(r.fault_ib);
+  check_together(r.health, a, seq_a, b, 1);
+  return {a, b};
 }
 
 // What QUEUE_STATE reports for a queue the check found lost.
@@ -675,14 +695,7 @@ TEST_CASE("a fault two failed queues may have made is posted once, for no queue"
   // whose it is: one VM_FAULT for no queue, and each job past its timeout is a hang.
   Rig r;
   r.attach_page();
-  QueueHealth &h = r.health;
-  SoftRecovery soft;
-  test::ScopedKnob stop{"RVGL_EMU_VM_FAULT_STOP", "2"};
-  REQUIRE(stop.ok());
-  auto a = r.queue();
-  const uint64_t seq_a = run_jobs(r, *a, 2);  // job 2 killed by soft recovery
-  auto b = r.queue_with_jobs(r.fault_ib);
-  check_together(h, a, seq_a, b, 1);
+  const auto [a, b] = soft_recovered_and_faulted(r, "2");
   check_lost(*a, RVGL_QUEUE_FLAG_HANG, -ENODATA);
   check_lost(*b, RVGL_QUEUE_FLAG_GUILTY | RVGL_QUEUE_FLAG_HANG, -ETIME);
   CHECK(r.records_by_queue() ==
@@ -748,4 +761,17 @@ TEST_CASE("a fault while a kernel queue and a user queue are looked at is no use
   CHECK(k->status().flags == 0);
   CHECK(r.records_by_queue() == std::vector<std::string>{"vm_fault none"});
   h.remove(3);
+}
+
+TEST_CASE("with the kernel's default a failed job does not make a fault its queue's", "[health]") {
+  // vm_fault_stop=0: queue b's job faults and completes (the access is dropped); queue a's job
+  // hangs and the timeout's soft recovery kills it. In one look, a's failure says nothing about
+  // whose the fault is: it is no queue's. Before, the one failed job's queue got it.
+  Rig r;
+  r.attach_page();
+  const auto [a, b] = soft_recovered_and_faulted(r, "0");
+  check_lost(*a, RVGL_QUEUE_FLAG_HANG, -ENODATA);
+  CHECK_FALSE(b->status().lost);
+  CHECK(b->status().flags == 0);
+  CHECK(r.records_by_queue() == std::vector<std::string>{"hang 1", "vm_fault none"});
 }
