@@ -203,9 +203,9 @@ void check_together(QueueHealth &h, const std::shared_ptr<KernelQueue> &a, uint6
   REQUIRE(h.checks() == checks + 1);
 }
 
-// Queue 1 of a check: its job 2 hung and the timeout's soft recovery killed it (-ENODATA); made
-// (as queue 2 is next, faulting: `vm_fault_stop` says how) only once the recovery has counted its
-// reset, so queue 2's context does not show it. One check of both; returns queue 1 and 2.
+// One check of two queues. Queue 1's job 2 hung and the timeout's soft recovery killed it
+// (-ENODATA). Queue 2, made once that recovery has counted its reset (so its context does not
+// show it), ran a job that faults, as `vm_fault_stop` says. Returns queue 1 and queue 2.
 std::pair<std::shared_ptr<KernelQueue>, std::shared_ptr<KernelQueue>> soft_recovered_and_faulted(
     Rig &r, const char *vm_fault_stop) {
   SoftRecovery soft;
