@@ -29,6 +29,14 @@ struct FaultRig {
       return r;
     return wait_cs(fd.get(), ctx, ip, 0, seq, abs_timeout_ms(5000));
   }
+  // An SDMA job whose first write (a fence) goes to `fault_va`, unmapped, and whose second
+  // writes 0xabcd to dword `dword` of buf, placed at `ib_off`; returns how the job ended.
+  int run_fault_then_fence(uint64_t fault_va, uint32_t dword, uint32_t ib_off = 0) {
+    std::vector<uint32_t> ib;
+    sdma::fence(ib, fault_va, 0xbad);
+    sdma::fence(ib, buf.va + dword * 4, 0xabcd);
+    return run(AMDGPU_HW_IP_DMA, ib, ib_off);
+  }
 };
 
 }  // namespace
@@ -129,10 +137,7 @@ TEST_CASE("RVGL_EMU_VM_FAULT_STOP=2 stops the job, blames the context and record
   REQUIRE(stop.rc() == 0);
   FaultRig r;
   const auto before = counters();
-  std::vector<uint32_t> ib;
-  sdma::fence(ib, kUnmapped + 0x3000, 0xbad);
-  sdma::fence(ib, r.buf.va + 64, 0xabcd);
-  CHECK(r.run(AMDGPU_HW_IP_DMA, ib) == -ETIME);
+  CHECK(r.run_fault_then_fence(kUnmapped + 0x3000, 16) == -ETIME);
   CHECK(r.buf.u32()[16] == 0);
   CHECK((ctx_state2(r.fd.get(), r.ctx) & AMDGPU_CTX_QUERY2_FLAGS_GUILTY) != 0);
   CHECK(vm_fault(r.fd.get()).addr == kUnmapped + 0x3000);
@@ -148,11 +153,8 @@ TEST_CASE("RVGL_EMU_VM_FAULT_STOP=1 acts as 0 on the GFX9+ parts emulated",
   REQUIRE(stop.rc() == 0);
   FaultRig r;
   const auto before = counters();
-  for (int i = 0; i < 2; ++i) {  // not the first fault only: every one
-    std::vector<uint32_t> ib;
-    sdma::fence(ib, kUnmapped + 0x3000 + i * 0x1000, 0xbad);
-    sdma::fence(ib, r.buf.va + 64 + i * 8, 0xabcd);
-    CHECK(r.run(AMDGPU_HW_IP_DMA, ib, i * 1024) == 0);
+  for (uint32_t i = 0; i < 2; ++i) {  // not the first fault only: every one
+    CHECK(r.run_fault_then_fence(kUnmapped + 0x3000 + i * 0x1000, 16 + i * 2, i * 1024) == 0);
     CHECK(r.buf.u32()[16 + i * 2] == 0xabcd);
     CHECK(vm_fault(r.fd.get()).addr == kUnmapped + 0x3000 + i * 0x1000);
   }
