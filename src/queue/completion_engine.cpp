@@ -243,15 +243,23 @@ bool CompletionEngine::set_timer(bool only_earlier) {
   if (!timer_fd_) return false;
   std::lock_guard tl(timers_mu_);
   const int64_t at = earliest_.load(std::memory_order_relaxed);
-  if (at == timer_at_ || (only_earlier && at > timer_at_)) return true;
-  // Deadlines are rate-limited work (health checks), not promises to the µs: they expire on the
-  // next whole millisecond, as the epoll timeout in milliseconds used to make them, so one
-  // wakeup serves every deadline of that millisecond and a completion due about then.
-  int64_t expiry = 0;  // disarmed
-  if (at != kNoDeadline) expiry = (std::max<int64_t>(at, 1) + 999'999) / 1'000'000 * 1'000'000;
   // A one-shot timer that expired is disarmed already: no system call to disarm it again (at
   // worst it is still on its way, and one wakeup finds nothing due).
-  if (timer_expiry_ && timer_expiry_ <= monotonic_ns()) timer_expiry_ = 0;
+  const int64_t now = monotonic_ns();
+  if (timer_expiry_ && timer_expiry_ <= now) timer_expiry_ = 0;
+  // The same deadline is served only while the timer still runs for it: a watch whose tick left
+  // its deadline where it was (due, its work deferred) is ticked again, not after the safety net.
+  const bool pending = timer_expiry_ || at == kNoDeadline;
+  if ((at == timer_at_ && pending) || (only_earlier && at > timer_at_)) return true;
+  // Deadlines are rate-limited work (health checks), not promises to the µs: they expire on the
+  // next whole millisecond, as the epoll timeout in milliseconds used to make them, so one
+  // wakeup serves every deadline of that millisecond and a completion due about then. One that
+  // has passed expires on the next one after now: never a timer that fires at once for ever.
+  int64_t expiry = 0;  // disarmed
+  if (at != kNoDeadline) {
+    const int64_t from = at == timer_at_ ? std::max(at, now + 1) : std::max<int64_t>(at, 1);
+    expiry = (from + 999'999) / 1'000'000 * 1'000'000;
+  }
   if (expiry != timer_expiry_) {
     itimerspec its{};
     its.it_value.tv_sec = expiry / 1'000'000'000;

@@ -42,6 +42,23 @@ class CountingTimer final : public CompletionEngine::Watch {
   int rounds = 0;
 };
 
+// Its first ticks defer their work and leave the deadline as it was; the last ends it.
+class StuckTimer final : public CompletionEngine::Watch {
+ public:
+  static constexpr int kTicks = 5;
+  uint64_t arm_point() override { return 0; }
+  void reached(uint64_t) override {}
+  int64_t deadline_ns() override { return at.load(); }
+  void tick(int64_t now) override {
+    if (ticks.fetch_add(1) + 1 == kTicks) at.store(0);
+    last_tick.store(now);
+  }
+
+  std::atomic<int64_t> at{0};
+  std::atomic<int> ticks{0};
+  std::atomic<int64_t> last_tick{0};
+};
+
 std::shared_ptr<CompletionEngine> engine_of_this_process() {
   int err = 0;
   auto dev = AmdgpuDevice::open(choose_render_node(""), &err);
@@ -134,5 +151,31 @@ TEST_CASE("engine timers: a deadline moved earlier by another thread is kept wit
       CHECK(engine.rearms() == rearms);
     else
       CHECK(engine.rearms() == rearms + 1);  // wait mode: the thread is woken to take it
+  }
+}
+
+// A health owner whose look came due within its pacing interval defers it and, until the next
+// check, may leave the deadline where it was (already past). The engine ticks such a watch again
+// on its next millisecond; it kept the timer for "the same deadline" and slept on its 250 ms
+// safety net, so a deferred look (and every other deadline behind it) waited that long. Found by
+// an audit.
+TEST_CASE("engine timers: a deadline a tick left where it was is ticked again soon",
+          "[context][engine]") {
+  auto owner = engine_of_this_process();
+  CompletionEngine &engine = *owner;
+  for (int round = 0; round < 10; ++round) {
+    StuckTimer t;
+    uint64_t id;
+    REQUIRE(engine.add_timer(&t, &id) == 0);
+    const int64_t at = monotonic_ns() + 1'000'000;
+    t.at.store(at);
+    engine.deadline_moved(id);
+    engine.deadline_earlier();
+    REQUIRE(wait_for([&] { return t.ticks.load() == StuckTimer::kTicks; }));
+    const int64_t took = t.last_tick.load() - at;
+    engine.remove(id);
+    // A millisecond or so per tick; before, each tick after the first waited for the safety net
+    // (4 x 250 ms).
+    CHECK(took < 200'000'000);
   }
 }
