@@ -181,9 +181,13 @@ void QueueHealth::on_deadline_moved(std::function<void()> moved) {
 }
 
 void QueueHealth::publish_deadline_locked() {
+  // While a check is filed (due_ns_: the end of the pacing interval, or now), a look or a user
+  // poll due before it could only be deferred to it; published, such a deadline would stay in
+  // the past after its tick, which engines serve on their safety net (found by an audit).
   int64_t d = due_ns_;
-  for (const int64_t other : {next_user_poll_ns_, reset_expect_at_, quiet_look_at_})
-    if (other && (!d || other < d)) d = other;
+  if (!d)
+    for (const int64_t other : {next_user_poll_ns_, reset_expect_at_, quiet_look_at_})
+      if (other && (!d || other < d)) d = other;
   if (deadline_.exchange(d, std::memory_order_acq_rel) != d && moved_) moved_();
 }
 

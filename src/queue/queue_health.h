@@ -288,7 +288,8 @@ class QueueHealth final : public CompletionEngine::Watch, public ResetListener {
   int64_t last_check_ns_ = 0;
   int64_t due_ns_ = 0;
   uint64_t checks_ = 0;
-  std::atomic<int64_t> deadline_{0};  // the earlier of due_ns_ and next_user_poll_ns_ (0: none)
+  // due_ns_ when set, else the earliest of the user poll and the looks (0: none).
+  std::atomic<int64_t> deadline_{0};
   // A check was postponed for a kernel signal (postpone()) and has not run since. A completion
   // marked now would join it and, with two queues in one look, a fault that did not fail its
   // job would be blamed on neither: the engine runs the waiting check first (completed()), and

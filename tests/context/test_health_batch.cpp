@@ -417,6 +417,41 @@ TEST_CASE("a check that trusted its completions has the probe asked once more, w
   }
 }
 
+TEST_CASE("a look due within the pacing interval is filed for the interval's end", "[health]") {
+  // A check that trusts nothing (here: only a lost queue's completion) keeps the quiet look where
+  // it was. When that look comes due before the interval since the check has passed, it is
+  // deferred to the interval's end, and the deadline says so. It stayed at the look's own time,
+  // past once its tick had run: an engine waits on its safety net for a deadline it has served
+  // (found by an audit).
+  Rig r;
+  QueueHealth &health = r.health;
+  std::shared_ptr<KernelQueue> lost;
+  {
+    test::ScopedKnob stop{"RVGL_EMU_VM_FAULT_STOP", "2"};  // the job fails: the queue is lost
+    REQUIRE(stop.ok());
+    lost = r.queue_with_jobs(r.fault_ib);
+  }
+  health.add(1, lost);
+  int64_t t = monotonic_ns();
+  complete(health, 1, lost, 1, t);
+  REQUIRE(lost->status().lost);
+  t += 1'000'000'000;
+  checked_queue(r, 2, t);  // trusted: the quiet look kQuietLookNs after it
+  const int64_t look = t + QueueHealth::kQuietLookNs;
+  REQUIRE(health.deadline_ns() == look);
+  const int64_t interval = HealthPacer::process().interval_ns(look);
+  const int64_t untrusted = look - interval / 2;
+  const uint64_t checks = health.checks();
+  complete(health, 1, lost, 1, untrusted);
+  REQUIRE(health.checks() == checks + 1);
+  REQUIRE(health.deadline_ns() == look);  // the check trusted nothing: the look stays
+  health.tick(look);
+  CHECK(health.checks() == checks + 1);  // deferred
+  CHECK(health.deadline_ns() == untrusted + interval);
+  health.tick(untrusted + interval);
+  CHECK(health.checks() == checks + 2);  // the look
+}
+
 TEST_CASE(
     "a job the soft recovery killed, reached after its reset was seen, is a hang, not innocent",
     "[health]") {
