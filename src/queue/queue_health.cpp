@@ -68,20 +68,20 @@ void QueueHealth::add_user(uint32_t handle, std::shared_ptr<UserQueue> q) {
 }
 
 void QueueHealth::remove(uint32_t handle) {
-  {
-    std::lock_guard lk(mu_);
-    queues_.erase(handle);
-    if (users_.erase(handle)) g_user_queues.fetch_sub(1, std::memory_order_relaxed);
-    if (users_.empty()) {
-      next_user_poll_ns_ = 0;
-      publish_deadline_locked();
-    }
+  // A check in progress may hold the queue (its observation runs outside mu_): it ends first,
+  // and publishes and posts what it saw of the queue. Erased in between, the queue lost that
+  // check's records, a fault the check had taken from the cache among them (found by an audit).
+  // Once this returns, the caller's reference is the last and the kernel object goes when the
+  // caller drops it — a user queue's doorbell is free for the next queue at once (found by
+  // TSan's slower schedule: re-create got EBUSY) — and no later check looks at the queue.
+  std::lock_guard no_check(check_mu_);
+  std::lock_guard lk(mu_);
+  queues_.erase(handle);
+  if (users_.erase(handle)) g_user_queues.fetch_sub(1, std::memory_order_relaxed);
+  if (users_.empty()) {
+    next_user_poll_ns_ = 0;
+    publish_deadline_locked();
   }
-  // A check in progress may hold the queue (its observation runs outside mu_): wait it out, so
-  // the caller's reference is the last and the kernel object goes when the caller drops it — a
-  // user queue's doorbell is free for the next queue once destroy returns (found by TSan's
-  // slower schedule: re-create got EBUSY).
-  std::lock_guard wait_out(check_mu_);
 }
 
 void QueueHealth::refused(uint32_t handle) {
@@ -488,12 +488,24 @@ void QueueHealth::check(int64_t now) {
   }
   bool reset_news = false;
   const ResetProbe::Answer answer = read_ctx_states(seen, none_failed, look, &reset_news);
-  // A queue not read may be the one a fault belongs to: the fault cache is left for the look
-  // that reads it (it keeps the fault until a newer one).
+  // Marked guilty with no failed job seen: the kernel's timeout handler marks the context before
+  // the reset and signals the hung job (-ETIME) and those behind it only after it. A queue with
+  // work not yet signalled is classified by the check that signal brings, from the job's error;
+  // now it would be a guilty reset without its hang (a check another context's reset notice or
+  // quiet look brought in between did that). Decided once, from this look's reads.
+  for (Seen &s : seen)
+    s.awaits_signal = !s.before.lost && !s.unread &&
+                      (s.ctx_flags & AMDGPU_CTX_QUERY2_FLAGS_GUILTY) && !s.job_error &&
+                      s.q->last_submitted() > s.reached;
+  // A queue not read, or left for a later check, may be the one a fault belongs to: the fault
+  // cache is left for the look that classifies it (it keeps the fault until a newer one). Taken
+  // now, the fault would have gone with the queue left alone, and that look found it not new.
   const bool any_unread =
       std::any_of(seen.begin(), seen.end(), [](const Seen &s) { return s.unread; });
+  const bool any_awaiting =
+      std::any_of(seen.begin(), seen.end(), [](const Seen &s) { return s.awaits_signal; });
   rvgl_drm_amdgpu_info_gpuvm_fault fault{};
-  const bool new_fault = queues_looked_at && !any_unread && take_new_fault(&fault);
+  const bool new_fault = queues_looked_at && !any_unread && !any_awaiting && take_new_fault(&fault);
 
   // A fault is a queue's only when no other queue of the look can have made it: the fault cache
   // names no ring. Where the kernel stops a faulting job (vm_fault_stop=2) the job fails, so it
@@ -539,14 +551,7 @@ void QueueHealth::check(int64_t now) {
       if (u == Unread::kGaveUp) given_up.push_back(&s);
       continue;
     }
-    // Marked guilty with no failed job seen: the kernel's timeout handler marks the context
-    // before the reset and signals the hung job (-ETIME) and those behind it only after it. A
-    // queue with work not yet signalled is classified by the check that signal brings, from the
-    // job's error; now it would be a guilty reset without its hang (a check another context's
-    // reset notice or quiet look brought in between did that).
-    if ((s.ctx_flags & AMDGPU_CTX_QUERY2_FLAGS_GUILTY) && !s.job_error &&
-        s.q->last_submitted() > s.reached)
-      continue;
+    if (s.awaits_signal) continue;
     KernelQueue::Status st = s.before;
     uint32_t flags = 0;
     bool lost = s.job_error != 0;

@@ -197,6 +197,9 @@ class QueueHealth final : public CompletionEngine::Watch, public ResetListener {
     // A query about its jobs or its context failed: nothing is classified from this look (a job
     // that failed must not pass for clean), and the queue is looked at again.
     bool unread = false;
+    // Marked guilty with work the kernel has not signalled yet: left, with the fault cache, to
+    // the check that signal brings (check()).
+    bool awaits_signal = false;
   };
   // Asks the probe, then reads the context state of the queues of `seen` that need their own
   // query; `none_failed`: no job of theirs failed, so the probe may answer for the others. The

@@ -5,11 +5,18 @@
 // asked on its own, so the classification is the one the per-queue path makes; after a reset,
 // each queue is asked once, whichever check first looks at it.
 #include <catch2/catch.hpp>
+#include <fcntl.h>
+#include <glob.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -229,6 +236,70 @@ void check_lost(const KernelQueue &q, uint32_t flags, int error) {
   CHECK(st.flags == flags);
   CHECK(st.error == error);
 }
+
+// Holds the next reader of the emulated kernel's vm_fault_stop parameter (a check reads it when it
+// has taken a fault and a job failed) inside its open(), until the test lets it go: the file is a
+// FIFO meanwhile. The regular file is back when this goes. The fake tree is changed by system
+// calls of our own: the emulator refuses writes into it through the calls it interposes.
+class HeldFaultModeRead {
+ public:
+  HeldFaultModeRead() {
+    glob_t g{};
+    const std::string pattern = std::string(rvgl_emu_state_dir()) + "/tree-" +
+                                std::to_string(getpid()) + "-*/sys/module/amdgpu/parameters";
+    REQUIRE(glob(pattern.c_str(), 0, nullptr, &g) == 0);
+    REQUIRE(g.gl_pathc == 1);
+    dir_ = g.gl_pathv[0];
+    globfree(&g);
+    char buf[16] = {};
+    const int fd = sys_open(path(), O_RDONLY);
+    REQUIRE(fd >= 0);
+    const ssize_t n = ::read(fd, buf, sizeof(buf) - 1);
+    ::close(fd);
+    REQUIRE(n > 0);
+    text_.assign(buf, static_cast<size_t>(n));
+    REQUIRE(syscall(SYS_unlinkat, AT_FDCWD, path().c_str(), 0) == 0);
+    REQUIRE(syscall(SYS_mknodat, AT_FDCWD, path().c_str(), S_IFIFO | 0644, 0) == 0);
+  }
+  ~HeldFaultModeRead() {
+    if (writer_ >= 0) release();
+    // Written aside and renamed over the FIFO, as the emulator writes it.
+    const std::string aside = dir_ + "/.vm_fault_stop.test";
+    const int fd = sys_open(aside, O_WRONLY | O_CREAT | O_TRUNC);
+    if (fd < 0) return;
+    [[maybe_unused]] ssize_t n = ::write(fd, text_.data(), text_.size());
+    ::close(fd);
+    syscall(SYS_renameat, AT_FDCWD, aside.c_str(), AT_FDCWD, path().c_str());
+  }
+  HeldFaultModeRead(const HeldFaultModeRead &) = delete;
+  HeldFaultModeRead &operator=(const HeldFaultModeRead &) = delete;
+
+  // Returns once a reader has opened the file, or false after 5 s without one (then release()
+  // still lets a later reader through).
+  bool wait_for_reader() {
+    for (int i = 0; i < 5000; ++i) {
+      writer_ = sys_open(path(), O_WRONLY | O_NONBLOCK);  // ENXIO while no reader has it open
+      if (writer_ >= 0) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    writer_ = sys_open(path(), O_RDWR);  // never blocks on a FIFO
+    return false;
+  }
+  // The reader gets the parameter's text and goes on.
+  void release() {
+    [[maybe_unused]] ssize_t n = ::write(writer_, text_.data(), text_.size());
+    ::close(writer_);
+    writer_ = -1;
+  }
+
+ private:
+  static int sys_open(const std::string &p, int flags) {
+    return static_cast<int>(syscall(SYS_openat, AT_FDCWD, p.c_str(), flags | O_CLOEXEC, 0644));
+  }
+  std::string path() const { return dir_ + "/vm_fault_stop"; }
+  std::string dir_, text_;
+  int writer_ = -1;
+};
 
 }  // namespace
 
@@ -809,4 +880,87 @@ TEST_CASE("with the kernel's default a failed job does not make a fault its queu
   CHECK_FALSE(b->status().lost);
   CHECK(b->status().flags == 0);
   CHECK(r.records_by_queue() == std::vector<std::string>{"hang 1", "vm_fault none"});
+}
+
+TEST_CASE("a queue destroyed while its check is under way still has the fault the check took",
+          "[health]") {
+  // vm_fault_stop=2: the queue's job faulted and failed. The guest destroys the queue while the
+  // engine's check has taken the fault from the cache and not yet published: remove() erased the
+  // queue at once, the check found it gone and posted nothing, and no later look found the fault
+  // new. Now remove() waits for the check, which posts what it saw, then erases the queue. The
+  // check is held where it reads the kernel's vm_fault_stop, after taking the fault. Found by an
+  // audit.
+  Rig r;
+  r.attach_page();
+  QueueHealth &h = r.health;
+  test::ScopedKnob stop{"RVGL_EMU_VM_FAULT_STOP", "2"};
+  REQUIRE(stop.ok());
+  auto q = r.queue_with_jobs(r.fault_ib);
+  h.add(1, q);
+  const int64_t t = monotonic_ns();
+  REQUIRE(h.completed(1, *q, 1, t));
+  std::thread remover;
+  {
+    HeldFaultModeRead held;
+    std::thread checker([&] { h.check(t); });
+    const bool reading = held.wait_for_reader();
+    if (reading) {
+      remover = std::thread([&] { h.remove(1); });
+      // Time for remove() to get as far as it can while the check is held: before, it erased.
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    held.release();
+    checker.join();
+    REQUIRE(reading);
+  }
+  if (remover.joinable()) remover.join();
+  CHECK(r.records_by_queue() == std::vector<std::string>{"guilty_reset 1", "vm_fault 1"});
+  check_lost(*q, RVGL_QUEUE_FLAG_GUILTY | RVGL_QUEUE_FLAG_VM_FAULT, -ETIME);
+}
+
+TEST_CASE("a fault the check leaves with a queue awaiting its hung job's signal is posted once",
+          "[health]") {
+  // vm_fault_stop=0: job 1 faults and runs on (the fault is in the VM's cache); job 2 hangs, and
+  // the GPU reset marks the context guilty 300 ms before the hung job signals. A check in that
+  // window (here job 1's completion, told late) leaves the queue to the check the signal brings.
+  // It took the fault from the cache all the same and posted it for no one: the later check found
+  // it no longer new. Found by an audit.
+  Rig r;
+  r.attach_page();
+  QueueHealth &h = r.health;
+  test::ScopedKnob mode{"RVGL_EMU_VM_FAULT_STOP", "0"};
+  test::ScopedKnob lockup{"RVGL_EMU_LOCKUP_TIMEOUT_MS", "30",
+                          std::getenv("RVGL_EMU_LOCKUP_TIMEOUT_MS") ? nullptr : "2000"};
+  test::ScopedKnob hang{"RVGL_EMU_HANG_JOB", "2", "0"};
+  test::ScopedKnob reset{"RVGL_EMU_FULL_RESET_US", "300000", "0"};
+  REQUIRE((mode.ok() && lockup.ok() && hang.ok() && reset.ok()));
+  rvgl_emu_counters before{};
+  rvgl_emu_get_counters(&before, sizeof(before));
+  auto q = r.queue();
+  h.add(1, q);
+  uint64_t seq = 0;
+  REQUIRE(q->submit({&r.fault_ib, 1}, {}, 0, &seq) == 0);
+  REQUIRE(q->submit({&r.nop_ib, 1}, {}, 0, &seq) == 0);  // hangs
+  test::wait_signalled(*q, 1);
+  // Guilty and the reset counted (what the probe reads), the hung job not yet signalled.
+  REQUIRE(test::wait_for([&] {
+    uint64_t flags = 0;
+    rvgl_emu_counters now{};
+    rvgl_emu_get_counters(&now, sizeof(now));
+    return q->ctx_flags(&flags) == 0 && (flags & AMDGPU_CTX_QUERY2_FLAGS_GUILTY) &&
+           now.gpu_resets > before.gpu_resets;
+  }));
+  int64_t t = monotonic_ns();
+  const uint64_t checks = h.checks();
+  complete(h, 1, q, 1, t);
+  REQUIRE(h.checks() == checks + 1);
+  REQUIRE(q->timeline()->known_reached() < 2);  // the check came inside the reset's window
+  CHECK_FALSE(q->status().lost);
+  CHECK(r.records_by_queue().empty());
+  test::wait_signalled(*q, seq);
+  t += 1'000'000'000;
+  complete(h, 1, q, seq, t);
+  // The fault and the guilty reset, once each; a hang is a timeout with no fault of its own.
+  CHECK(r.records_by_queue() == std::vector<std::string>{"guilty_reset 1", "vm_fault 1"});
+  check_lost(*q, RVGL_QUEUE_FLAG_GUILTY | RVGL_QUEUE_FLAG_VM_FAULT, -ETIME);
 }
