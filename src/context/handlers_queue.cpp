@@ -142,7 +142,8 @@ int32_t ComputeContext::cmd_submit(const Request &req, Response &rsp) {
     std::memcpy(&w, p, sizeof(w));
     const Queue *other = queues_.get(w.queue);
     if (!other) return -ENOENT;
-    if (!other->kernel || w.pad || w.seq > other->kernel->last_submitted()) return -EINVAL;
+    // pad is ignored, as every padding field is (PROTOCOL.md: send zero, ignore on receipt).
+    if (!other->kernel || w.seq > other->kernel->last_submitted()) return -EINVAL;
     if (w.seq) waits.push_back({other->kernel->timeline()->handle(), w.seq});
   }
   uint32_t bo_list;
