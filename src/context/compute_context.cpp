@@ -338,6 +338,7 @@ int ComputeContext::create_shared_page(const BlobArgs &args, BlobExport *out) {
   }
   // The page lives as long as the context: the ring may write into it from now on.
   if (facts_.capset.features & RVGL_FEATURE_EVENT_RING) events_.attach(shmem_->view());
+  shmem_published_.store(shmem_.get(), std::memory_order_release);
   return 0;
 }
 

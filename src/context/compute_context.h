@@ -186,7 +186,9 @@ class ComputeContext {
   std::shared_ptr<AmdgpuDevice> dev_;
   DeviceFacts facts_;
   FrameDecoder decoder_;
-  std::unique_ptr<SharedPage> shmem_;
+  std::unique_ptr<SharedPage> shmem_;  // VMM thread
+  // shmem_ once it is complete, for other threads (SPM workers): it may come after they start.
+  std::atomic<SharedPage *> shmem_published_{nullptr};
   ShmemView no_shmem_;
   std::unique_ptr<ContextMemory> memory_;  // objects, resources, VA space, quotas
   HandleTable<Queue> queues_;

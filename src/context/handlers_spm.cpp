@@ -41,25 +41,37 @@ int32_t ComputeContext::cmd_spm_acquire(const Request &req, Response &) {
   if (rings_[q.ring_idx] != RingUse::kFree) return -EBUSY;
   const uint64_t key = device_key();
   if (!SpmArbiter::instance().try_acquire(key, q.xcp, ctx_id_)) return -EBUSY;
+  // The process-wide entry is given back on every way out but success, an exception included
+  // (memory, on the way to the API guard): kept, it would refuse this SPM to every context.
+  struct Claim {
+    uint64_t key;
+    uint32_t xcp, ctx;
+    bool kept = false;
+    ~Claim() {
+      if (!kept) SpmArbiter::instance().release(key, xcp, ctx);
+    }
+  } claim{key, q.xcp, ctx_id_};
 
   if (!spm_callbacks_) {
     // Run on an SPM worker, until the destructor cuts them (before anything they use goes). A
-    // request with a response slot was only accepted once the shared page existed: set_dest()'s
-    // lock orders that before these calls.
+    // request with a response slot was only accepted once the shared page existed; one without
+    // may have been accepted before the guest made the page, which it may be making now.
     auto done = [this](uint32_t xcp, uint32_t rsp_off, const rvgl_rsp_spm_set_dest &rsp) {
       if (rsp.has_data_loss) post_event(RVGL_EVENT_SPM_DATA_LOSS, xcp, rsp.has_data_loss, 0);
-      if (rsp_off != RVGL_RSP_NONE && shmem_)
-        shmem_->view().write_response(rsp_off,
-                                      {reinterpret_cast<const uint8_t *>(&rsp), sizeof(rsp)});
+      SharedPage *page = shmem_published_.load(std::memory_order_acquire);
+      if (!page) return;
+      if (rsp_off != RVGL_RSP_NONE)
+        page->view().write_response(rsp_off,
+                                    {reinterpret_cast<const uint8_t *>(&rsp), sizeof(rsp)});
+      else if (rsp.hdr.result != 0)
+        page->view().bump_async_error();  // failed with no slot to say so (PROTOCOL.md §4)
     };
     FenceDelivery *delivery = delivery_.get();
     spm_callbacks_ = std::make_shared<SpmCallbacks>(done, [delivery] { delivery->progress(); });
   }
-  int err = SpmSession::create(dev_, q.xcp, q.ring_idx, spm_callbacks_, &spm_[q.xcp]);
-  if (err) {
-    SpmArbiter::instance().release(key, q.xcp, ctx_id_);
+  if (int err = SpmSession::create(dev_, q.xcp, q.ring_idx, spm_callbacks_, &spm_[q.xcp]))
     return err;
-  }
+  claim.kept = true;
   rings_[q.ring_idx] = RingUse::kSpm;
   ring_queue_[q.ring_idx] = q.xcp;
   return 0;

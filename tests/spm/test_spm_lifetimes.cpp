@@ -229,3 +229,35 @@ TEST_CASE("SPM lifetimes: a userptr destination's host buffer is charged as GTT 
   REQUIRE(rsp.hdr.result == 0);
   CHECK(gtt() == base);
 }
+
+TEST_CASE("SPM lifetimes: a SET_DEST with no response slot that fails counts in async_error",
+          "[spm]") {
+  // PROTOCOL.md §4: async_error counts every request that failed with no response slot. A
+  // SET_DEST is answered later, on the SPM worker, and only its response was written there: one
+  // that the release cancelled (or the kernel refused) with rsp_off RVGL_RSP_NONE left no trace.
+  // Found by an audit.
+  ScopedKnob rate("RVGL_EMU_SPM_RATE_HZ", "10", "1000");  // never fills: the call blocks
+  ContextHarness h;
+  h.create_shmem();
+  REQUIRE((h.capset().features & RVGL_FEATURE_SPM) != 0);
+  auto a = h.mapped_bo(kDest), b = h.mapped_bo(kDest), c = h.mapped_bo(kDest);
+  REQUIRE(acquire(h) == 0);
+  set_dest(h, a.bo, 0, kDest, 0);
+  const Pending blocked = set_dest(h, b.bo, 0, kDest, 300);
+  const uint32_t before = h.shmem_header().async_error;
+  rvgl_req_spm_set_dest r{};
+  r.bo = c.bo;
+  r.size = kDest;
+  r.timeout_ms = 300;
+  r.hdr = {RVGL_CMD_SPM_SET_DEST, sizeof(r), h.next_seqno(), RVGL_RSP_NONE};
+  REQUIRE(h.ctx().submit_cmd({reinterpret_cast<const uint8_t *>(&r), sizeof(r)}) == 0);
+  CHECK(h.shmem_header().async_error == before);  // accepted
+  rvgl_req_spm_release rel{};
+  REQUIRE(h.call<rvgl_rsp_spm_release>(RVGL_CMD_SPM_RELEASE, rel).hdr.result == 0);
+  rvgl_rsp_spm_set_dest rsp;
+  REQUIRE(wait_rsp(h, blocked, &rsp));
+  SpmReaper::instance().drain();  // the released session has finished every SET_DEST
+  // The queued one never reached the kernel: cancelled, and counted once. The blocked one had a
+  // slot for its answer.
+  CHECK(h.shmem_header().async_error == before + 1);
+}
