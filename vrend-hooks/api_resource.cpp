@@ -76,11 +76,13 @@ void virgl_renderer_resource_set_priv(uint32_t res_handle, void *priv) {
 }
 
 void *virgl_renderer_resource_get_priv(uint32_t res_handle) {
-  void *priv = nullptr;
-  if (Router::get().with_resource(res_handle, [&](RocmResource &r) { priv = r.priv(); }))
-    return priv;
-  if (auto real = RVGL_REAL(virgl_renderer_resource_get_priv)) return real(res_handle);
-  return nullptr;
+  return guarded(__func__, static_cast<void *>(nullptr), [&]() -> void * {
+    void *priv = nullptr;
+    if (Router::get().with_resource(res_handle, [&](RocmResource &r) { priv = r.priv(); }))
+      return priv;
+    if (auto real = RVGL_REAL(virgl_renderer_resource_get_priv)) return real(res_handle);
+    return nullptr;
+  });
 }
 
 int virgl_renderer_transfer_read_iov(uint32_t handle, uint32_t ctx_id, uint32_t level,
@@ -228,10 +230,12 @@ int virgl_renderer_resource_export_blob(uint32_t res_id, uint32_t *fd_type, int 
 }
 
 void *virgl_renderer_get_cursor_data(uint32_t resource_id, uint32_t *width, uint32_t *height) {
-  if (Router::get().owns_resource(resource_id)) return nullptr;  // not an image
-  if (auto real = RVGL_REAL(virgl_renderer_get_cursor_data))
-    return real(resource_id, width, height);
-  return nullptr;
+  return guarded(__func__, static_cast<void *>(nullptr), [&]() -> void * {
+    if (Router::get().owns_resource(resource_id)) return nullptr;  // not an image
+    if (auto real = RVGL_REAL(virgl_renderer_get_cursor_data))
+      return real(resource_id, width, height);
+    return nullptr;
+  });
 }
 
 void virgl_renderer_get_rect(int resource_id, struct iovec *iov, unsigned int num_iovs,
