@@ -13,6 +13,7 @@ namespace {
 
 using uapi::kProcmapQuery;
 using uapi::kVmaShared;
+using uapi::kVmaWritable;
 using uapi::ProcmapQueryArg;
 
 }  // namespace
@@ -39,7 +40,8 @@ int ProcmapQuery::covering(uint64_t addr, ProcVma *out) const {
                  q.dev_major,
                  q.dev_minor,
                  q.inode,
-                 (q.vma_flags & kVmaShared) != 0};
+                 (q.vma_flags & kVmaShared) != 0,
+                 (q.vma_flags & kVmaWritable) != 0};
   return 0;
 }
 

@@ -15,6 +15,7 @@ struct ProcVma {
   uint32_t dev_major, dev_minor;
   uint64_t inode;  // 0: no file behind the VMA
   bool shared;     // VM_MAYSHARE, what /proc/self/maps prints as 's'
+  bool writable;   // VM_WRITE, what /proc/self/maps prints as 'w'
 };
 
 class ProcmapQuery {

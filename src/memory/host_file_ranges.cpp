@@ -39,8 +39,8 @@ bool HostFileRanges::load_text() {
     if (std::sscanf(line, "%" SCNx64 "-%" SCNx64 " %7s %" SCNx64 " %x:%x %" SCNu64, &start, &end,
                     perms, &offset, &maj, &min, &ino) != 7)
       continue;
-    vmas_.push_back(
-        Vma{start, end, offset, makedev(maj, min), static_cast<ino_t>(ino), perms[3] == 's'});
+    vmas_.push_back(Vma{start, end, offset, makedev(maj, min), static_cast<ino_t>(ino),
+                        perms[3] == 's', perms[1] == 'w'});
   }
   std::fclose(f);
   // The kernel prints VMAs in address order; sort anyway, the lookup depends on it.
@@ -70,9 +70,13 @@ const HostFileRanges::Vma *HostFileRanges::covering(uint64_t addr) {
     ProcVma v;
     const int err = query_.covering(addr, &v);
     if (err == 0) {
-      const Vma vma{
-          v.start, v.end, v.offset, makedev(v.dev_major, v.dev_minor), static_cast<ino_t>(v.inode),
-          v.shared};
+      const Vma vma{v.start,
+                    v.end,
+                    v.offset,
+                    makedev(v.dev_major, v.dev_minor),
+                    static_cast<ino_t>(v.inode),
+                    v.shared,
+                    v.writable};
       auto it = std::upper_bound(vmas_.begin(), vmas_.end(), vma.start,
                                  [](uint64_t a, const Vma &x) { return a < x.start; });
       it = vmas_.insert(it, vma);
@@ -94,6 +98,7 @@ bool HostFileRanges::resolve(uint64_t addr, uint64_t size, std::vector<FilePiece
       if (b.dev == p.dev && b.ino == p.ino && b.offset + b.size == p.offset &&
           b.addr + b.size == p.addr) {
         b.size += p.size;
+        b.writable = b.writable && p.writable;
         return;
       }
     }

@@ -20,6 +20,7 @@ struct FilePiece {
   dev_t dev;
   ino_t ino;
   uint64_t offset;  // in the file
+  bool writable;    // every VMA of it: the process may write there
 };
 
 // Looks up only the VMAs a range touches, each once per instance: one PROCMAP_QUERY per VMA
@@ -53,6 +54,7 @@ class HostFileRanges {
     dev_t dev;
     ino_t ino;
     bool shared;
+    bool writable;
   };
   // The VMA covering addr: the last one found, one found before, the ioctl, or the text.
   const Vma *covering(uint64_t addr);
@@ -78,9 +80,10 @@ bool HostFileRanges::for_each_piece(uint64_t addr, uint64_t size, Fn &&piece) {
     const uint64_t file_off = v->offset + (at - v->start);
     if (have && cur.dev == v->dev && cur.ino == v->ino && cur.offset + cur.size == file_off) {
       cur.size += len;
+      cur.writable = cur.writable && v->writable;
     } else {
       if (have) piece(static_cast<const FilePiece &>(cur));
-      cur = FilePiece{at, len, v->dev, v->ino, file_off};
+      cur = FilePiece{at, len, v->dev, v->ino, file_off, v->writable};
       have = true;
     }
     at += len;

@@ -145,21 +145,25 @@ class UdmabufPacker {
 // What the file pieces behind the ranges need, found in one pass that stores none of them (a
 // shuffled 64 MiB blob has 16384): their number, an fd per distinct file, and the number of
 // udmabufs they would make. False if some part is not a shared file mapping or a file has no fd
-// in this process.
+// in this process, or, for a writable blob, if the VMM mapped some part read-only: the file's fd
+// would let the GPU write there (an alias maps it writable, a udmabuf takes the file's pages),
+// where the kernel refuses a writable userptr of the VMM's own mapping (the stitched import's
+// -EFAULT: hmm_range_fault() asked for write access to a VMA without VM_WRITE).
 struct Survey {
   uint64_t pieces = 0;
   uint64_t udmabufs = 0;
   FileFds fds;
 };
 
-bool survey(HostFileRanges &maps, const std::vector<Range> &ranges, const UserptrOptions &opt,
-            Survey *out) {
+bool survey(HostFileRanges &maps, const std::vector<Range> &ranges, bool read_only,
+            const UserptrOptions &opt, Survey *out) {
   UdmabufPacker packer(opt);
   bool have_last = false, found = true;
   dev_t last_dev = 0;
   ino_t last_ino = 0;
   for (const auto &r : ranges) {
     const bool ok = maps.for_each_piece(r.addr, r.size, [&](const FilePiece &p) {
+      if (!read_only && !p.writable) found = false;
       ++out->pieces;
       packer.split(p, [](uint64_t, uint64_t, bool) {});
       if (have_last && p.dev == last_dev && p.ino == last_ino) return;
@@ -317,7 +321,7 @@ int import_userptr(const std::shared_ptr<AmdgpuDevice> &dev, std::span<const iov
   if (ranges.size() > opt.stitch_max_ranges && (opt.allow_alias || opt.allow_udmabuf)) {
     auto maps = HostFileRanges::open();
     Survey sv;
-    if (maps && survey(*maps, ranges, opt, &sv)) {
+    if (maps && survey(*maps, ranges, read_only, opt, &sv)) {
       out->pieces = static_cast<uint32_t>(std::min<uint64_t>(sv.pieces, UINT32_MAX));
       bool udmabuf_ok = opt.allow_udmabuf;
       for (auto it = sv.fds.begin(); udmabuf_ok && it != sv.fds.end(); ++it)

@@ -302,6 +302,38 @@ TEST_CASE("userptr: many small pieces of a sealed memfd go through udmabuf, no c
   CHECK(h.ctx().stats().usage.objects == objects - 2);
 }
 
+TEST_CASE("userptr: pages the VMM mapped read-only never become writable to the GPU",
+          "[context][userptr]") {
+  // Scattered pages go through the file behind them (an alias mapped writable, or udmabufs of
+  // the file's pages), which bypassed the protection of the VMM's own mapping: a writable blob
+  // over pages the VMM mapped read-only was imported, and a GPU job could write them. The kernel
+  // refuses such a userptr of the VMM's mapping (-EFAULT), as the stitched import, whatever the
+  // layout, now does. Found by an audit.
+  ContextHarness h;
+  h.create_shmem();
+  constexpr size_t kPages = 64;  // more ranges than are stitched
+  GuestRam ram(2 * kPages * kPage);
+  REQUIRE(fcntl(ram.fd.get(), F_ADD_SEALS, F_SEAL_SHRINK) == 0);  // udmabuf would take it
+  REQUIRE(mprotect(ram.page(0), 2 * kPages * kPage, PROT_READ) == 0);
+  std::vector<size_t> order(kPages);
+  std::iota(order.begin(), order.end(), 0);
+  std::shuffle(order.begin(), order.end(), std::mt19937(11));
+  std::vector<iovec> iov;
+  for (size_t i : order)
+    iov.push_back({ram.page(2 * i), kPage});
+  const auto before = emu_counters();
+  const uint64_t objects = h.ctx().stats().usage.objects;
+  int err;
+  create_userptr(h, iov, false, &err);
+  CHECK(err == -EFAULT);
+  CHECK(emu_counters().udmabufs_created == before.udmabufs_created);
+  CHECK(h.ctx().stats().usage.objects == objects);
+  // Read-only, the same pages are imported through the file.
+  create_userptr(h, iov, true, &err);
+  CHECK(err == 0);
+  CHECK(h.ctx().stats().last_userptr_strategy != UserptrStrategy::kStitched);
+}
+
 TEST_CASE("userptr: pages of two guest-RAM memfds, interleaved, through udmabuf",
           "[context][userptr]") {
   ContextHarness h;

@@ -85,6 +85,15 @@ TEST_CASE("file pieces are the same whether the VMAs come from PROCMAP_QUERY or 
     CHECK(pieces[3].size == 4 * page);
     CHECK(pieces[2].ino == pieces[0].ino);
     CHECK(pieces[3].ino != pieces[0].ino);
+    // Writable only where every VMA of the piece is: the read-only half of `a` makes its run so.
+    CHECK(pieces[0].writable);
+    CHECK(pieces[1].writable);
+    CHECK_FALSE(pieces[2].writable);
+    CHECK(pieces[3].writable);
+    std::vector<FilePiece> ro;
+    REQUIRE(maps->resolve(at + 10 * page, page, &ro));
+    REQUIRE(ro.size() == 1);
+    CHECK_FALSE(ro[0].writable);
     std::vector<FilePiece> none;
     CHECK_FALSE(maps->resolve(at + 20 * page, 8 * page, &none));  // runs into private memory
     CHECK_FALSE(maps->resolve(at + 24 * page, page, &none));
