@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <new>
 #include <system_error>
 #include <vector>
 
@@ -300,10 +301,20 @@ void CompletionEngine::call_due(int64_t now) {
 void CompletionEngine::run() {
   // Named for the VMM's operators (top -H, perf sched): one thread per process, whatever it is.
   pthread_setname_np(pthread_self(), "rvgl-completion");
-  if (use_eventfd_)
-    run_eventfd();
-  else
-    run_wait();
+  for (;;) {
+    try {
+      if (use_eventfd_)
+        run_eventfd();
+      else
+        run_wait();
+      return;  // stopped
+    } catch (const std::bad_alloc &) {
+      // Out of memory in a pass (its lists, a health check's): the thread goes on a millisecond
+      // later rather than end the VMM (std::terminate). A report the pass dropped is not lost:
+      // its watch is on to_arm_ again, and arming finds a point already reached.
+      usleep(1000);
+    }
+  }
 }
 
 void CompletionEngine::run_wait() {

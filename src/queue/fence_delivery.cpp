@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <new>
 
 namespace rvgl {
 
@@ -121,6 +122,18 @@ void FenceDelivery::collect_locked(Out *done) {
   }
 }
 
+void FenceDelivery::collect_some_locked(std::vector<Done> *done) {
+  try {
+    collect_locked(done);
+  } catch (const std::bad_alloc &) {
+    // Out of memory growing the batch part-way: what was taken is delivered, and the rest (still
+    // on its rings: collect_locked() takes a fence off only once it is stored) is collected
+    // again after it, or by the next progress(). Thrown on, it would leave the batch's fences
+    // taken and never delivered, or the delivery claimed for ever.
+    more_ = true;
+  }
+}
+
 void FenceDelivery::signal_poll_fd() {
   const uint64_t one = 1;
   [[maybe_unused]] ssize_t n = write(event_fd_.get(), &one, sizeof(one));
@@ -154,7 +167,7 @@ void FenceDelivery::progress() {
       return;
     }
     done.clear();
-    collect_locked(&done);
+    collect_some_locked(&done);
     if (done.empty()) return;
     delivering_ = true;
   }
@@ -175,8 +188,9 @@ void FenceDelivery::progress() {
     }
     std::lock_guard lk(mu_);
     done.clear();
-    if (more_ && !stopped_) collect_locked(&done);
+    const bool again = more_ && !stopped_;
     more_ = false;
+    if (again) collect_some_locked(&done);
     if (done.empty()) {
       delivering_ = false;
       break;
@@ -209,11 +223,12 @@ void FenceDelivery::poll() {
   {
     std::lock_guard lk(mu_);
     if (stopped_) return;
-    batch.swap(ready_);
     // What the engine queued comes first, then what the VMM's thread made known itself (a ring's
     // fences stay in order either way: ready_ holds only fences that were ahead of those still
-    // pending).
-    collect_locked(&batch);
+    // pending). Collected before the swap: out of memory, every fence stays in ready_ or on its
+    // ring (collect_locked() takes a fence off its ring only once it is stored).
+    collect_locked(&ready_);
+    batch.swap(ready_);
   }
   DeliveringScope here(this);
   for (const auto &d : batch) {

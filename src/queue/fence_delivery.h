@@ -101,6 +101,8 @@ class FenceDelivery {
   // Takes every fence that is now known reached off the rings (mu_ held).
   template <class Out>
   void collect_locked(Out *done);
+  // collect_locked() into an async batch, which survives running out of memory (mu_ held).
+  void collect_some_locked(std::vector<Done> *done);
   void signal_poll_fd();
 
   const bool async_;
