@@ -24,9 +24,15 @@ int32_t ComputeContext::cmd_queue_create(const Request &req, Response &rsp) {
   const auto &q = req.as<rvgl_req_queue_create>();
   if (q.kind != RVGL_QUEUE_KIND_KERNEL && q.kind != RVGL_QUEUE_KIND_USER) return -EINVAL;
   if (q.ip != RVGL_IP_COMPUTE && q.ip != RVGL_IP_SDMA) return -EINVAL;
+  const rvgl_capset &cap = facts_.capset;
+  // PROTOCOL.md §2: a kind of queue the capset does not offer answers -ENODEV, whatever else the
+  // request gets wrong (it answered -EBUSY, -ENOSPC or -EMFILE first).
+  const bool kernel = q.kind == RVGL_QUEUE_KIND_KERNEL;
+  const uint32_t feature = kernel ? RVGL_FEATURE_KERNEL_QUEUES : RVGL_FEATURE_USER_QUEUES;
+  const uint32_t ips = kernel ? cap.kernel_queue_ip_mask : cap.user_queue_ip_mask;
+  if (!(cap.features & feature) || !(ips & (1u << q.ip))) return -ENODEV;
   if (q.priority > RVGL_PRIORITY_HIGH || !valid_ring(q.ring_idx)) return -EINVAL;
   if (rings_[q.ring_idx] != RingUse::kFree) return -EBUSY;
-  const rvgl_capset &cap = facts_.capset;
   // A destroyed queue whose fences still wait keeps its kernel context, timeline, user fence
   // page and watch until they retire: it counts until then, or a guest destroying busy queues
   // in a loop would hold kernel objects and fds without a bound.
@@ -41,15 +47,11 @@ int32_t ComputeContext::cmd_queue_create(const Request &req, Response &rsp) {
 
   auto entry = std::make_shared<Queue>();
   entry->ring_idx = q.ring_idx;
-  if (q.kind == RVGL_QUEUE_KIND_KERNEL) {
-    if (!(cap.features & RVGL_FEATURE_KERNEL_QUEUES) || !(cap.kernel_queue_ip_mask & (1u << q.ip)))
-      return -ENODEV;
+  if (kernel) {
     std::unique_ptr<KernelQueue> kq;
     if (int err = KernelQueue::create(dev_, q.ip, q.priority, &kq)) return err;
     entry->kernel = std::move(kq);
   } else {
-    if (!(cap.features & RVGL_FEATURE_USER_QUEUES) || !(cap.user_queue_ip_mask & (1u << q.ip)))
-      return -ENODEV;
     auto in_use = [this](const MemoryObject *db, uint32_t offset) {
       bool used = false;
       queues_.for_each([&](uint32_t, const Queue &e) {

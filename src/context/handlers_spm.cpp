@@ -116,7 +116,10 @@ int32_t ComputeContext::cmd_spm_set_dest(const Request &req, Response &) {
     if (!range_within(q.offset, q.size, dst.object->size())) return -EINVAL;
     // The kernel writes into it: never into memory the guest gave read-only.
     if (dst.object->gpu_read_only()) return -EACCES;
+    // Samples go to memory: not a doorbell page (its writes would ring the context's own
+    // queues' doorbells), nor one the host cannot map.
     if (dst.object->bo_flags() & RVGL_BO_FLAG_NO_CPU_ACCESS) return -EINVAL;
+    if (dst.object->domain() == RVGL_DOMAIN_DOORBELL) return -EINVAL;
     dst.size = static_cast<uint32_t>(q.size);
     if (dst.object->kind() == MemoryObject::Kind::kUserptr) {
       // Guest-owned pages never reach the kernel: it writes a host buffer, delivered into the

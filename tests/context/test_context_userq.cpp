@@ -313,5 +313,13 @@ TEST_CASE("without user queues, QUEUE_CREATE(USER) and DOORBELL objects answer -
     q.doorbell_bo = data.bo;
     CHECK(h.call<rvgl_rsp_queue_create>(RVGL_CMD_QUEUE_CREATE, q).hdr.result == -ENODEV);
   }
-  CHECK(h.ctx().stats().queues == 0);
+  // -ENODEV whatever else is wrong (PROTOCOL.md §2): a ring another queue holds answered -EBUSY.
+  h.queue_create(RVGL_IP_COMPUTE, 1, &r);
+  REQUIRE(r == 0);
+  rvgl_req_queue_create taken{};
+  taken.kind = RVGL_QUEUE_KIND_USER;
+  taken.ip = RVGL_IP_COMPUTE;
+  taken.ring_idx = 1;
+  CHECK(h.call<rvgl_rsp_queue_create>(RVGL_CMD_QUEUE_CREATE, taken).hdr.result == -ENODEV);
+  CHECK(h.ctx().stats().queues == 1);
 }

@@ -261,3 +261,22 @@ TEST_CASE("SPM lifetimes: a SET_DEST with no response slot that fails counts in 
   // slot for its answer.
   CHECK(h.shmem_header().async_error == before + 1);
 }
+
+TEST_CASE("SPM lifetimes: a doorbell object is no SPM destination", "[spm]") {
+  // Doorbell objects are CPU-mappable, so the host mapped one and the kernel would stream samples
+  // into the context's own doorbells. Found by an audit.
+  ContextHarness h;
+  h.create_shmem();
+  REQUIRE((h.capset().features & RVGL_FEATURE_SPM) != 0);
+  if (!(h.capset().features & RVGL_FEATURE_USER_QUEUES)) return;  // no doorbell objects here
+  int32_t r = 0;
+  const uint32_t db = h.bo_create(4096, RVGL_DOMAIN_DOORBELL, 0, 0, &r);
+  REQUIRE(r == 0);
+  REQUIRE(acquire(h) == 0);
+  rvgl_req_spm_set_dest sd{};
+  sd.bo = db;
+  sd.size = 4096;
+  CHECK(h.call<rvgl_rsp_spm_set_dest>(RVGL_CMD_SPM_SET_DEST, sd).hdr.result == -EINVAL);
+  rvgl_req_spm_release rel{};
+  CHECK(h.call<rvgl_rsp_spm_release>(RVGL_CMD_SPM_RELEASE, rel).hdr.result == 0);
+}
