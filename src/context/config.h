@@ -13,6 +13,9 @@ struct ContextLimits {
   uint64_t max_gtt_bytes = 8ull << 30;       // host RAM the GPU may use for this guest
   uint64_t max_userptr_bytes = 64ull << 30;  // guest RAM registered with the GPU
   uint32_t max_queues = 62;                  // every queue needs its own ring index
+  // Doorbell objects come from the device's doorbell aperture, which every process of the host
+  // shares: a page per queue is more than user queues need (one page holds 512 doorbells).
+  uint64_t max_doorbell_bytes = 62 * 4096;
   // Kernel GPU VA mappings (a VA_MAP of a scattered userptr blob is one per piece): each is host
   // bookkeeping, a kernel mapping and its page-table entries.
   uint32_t max_va_mappings = 65536;

@@ -27,7 +27,7 @@ Usage::Pool pool_of(uint32_t domain) {
     case RVGL_DOMAIN_GTT:
       return Usage::Pool::kGtt;
     default:
-      return Usage::Pool::kOther;
+      return Usage::Pool::kDoorbell;
   }
 }
 
@@ -73,9 +73,10 @@ ContextMemory::ContextMemory(std::shared_ptr<AmdgpuDevice> dev, uint64_t feature
     : dev_(std::move(dev)),
       features_(features),
       limits_(limits),
-      usage_(std::make_shared<Usage>(
-          limits.max_objects, std::min(limits.max_vram_bytes, cap.vram_size),
-          std::min(limits.max_gtt_bytes, cap.gtt_size), limits.max_userptr_bytes)),
+      usage_(std::make_shared<Usage>(limits.max_objects,
+                                     std::min(limits.max_vram_bytes, cap.vram_size),
+                                     std::min(limits.max_gtt_bytes, cap.gtt_size),
+                                     limits.max_userptr_bytes, limits.max_doorbell_bytes)),
       registry_(ObjectRegistry::create(dev_)),
       bos_(limits.max_objects),
       va_(cap.va_start, cap.va_end, cap.va_alignment),

@@ -17,10 +17,13 @@ struct UsageSnapshot {
 
 class Usage {
  public:
-  enum class Pool { kVram, kGtt, kUserptr, kOther };
+  // kDoorbell: the device's doorbell aperture, which every process of the host shares.
+  // kOther: objects whose bytes count nowhere (imports: another owner holds them).
+  enum class Pool { kVram, kGtt, kUserptr, kDoorbell, kOther };
 
-  Usage(uint64_t max_objects, uint64_t max_vram, uint64_t max_gtt, uint64_t max_userptr)
-      : max_objects_(max_objects), max_{max_vram, max_gtt, max_userptr, UINT64_MAX} {}
+  Usage(uint64_t max_objects, uint64_t max_vram, uint64_t max_gtt, uint64_t max_userptr,
+        uint64_t max_doorbell)
+      : max_objects_(max_objects), max_{max_vram, max_gtt, max_userptr, max_doorbell, UINT64_MAX} {}
 
   // `objects` kernel objects holding `bytes` in `pool`: 0, or -ENOSPC with nothing charged.
   int charge(Pool pool, uint64_t bytes, uint64_t objects = 1);
@@ -31,9 +34,9 @@ class Usage {
 
  private:
   const uint64_t max_objects_;
-  const uint64_t max_[4];
+  const uint64_t max_[5];
   std::atomic<uint64_t> objects_{0};
-  std::atomic<uint64_t> bytes_[4]{};
+  std::atomic<uint64_t> bytes_[5]{};
 };
 
 // A charge returned when its owner (a MemoryObject) dies, or when it is revoked.

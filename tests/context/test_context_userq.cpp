@@ -323,3 +323,25 @@ TEST_CASE("without user queues, QUEUE_CREATE(USER) and DOORBELL objects answer -
   CHECK(h.call<rvgl_rsp_queue_create>(RVGL_CMD_QUEUE_CREATE, taken).hdr.result == -ENODEV);
   CHECK(h.ctx().stats().queues == 1);
 }
+
+TEST_CASE("doorbell objects are held to their own byte quota", "[context][userq]") {
+  // They come from the device's doorbell aperture, which every process of the host shares: with
+  // no byte quota a guest could take all of it (16384 objects of any size). Found by an audit.
+  Config c = test_config();
+  c.limits.max_doorbell_bytes = 3 * 4096;
+  ContextHarness h(c);
+  h.create_shmem();
+  if (!(h.capset().features & RVGL_FEATURE_USER_QUEUES)) return;
+  int32_t r = 0;
+  const uint32_t a = h.bo_create(2 * 4096, RVGL_DOMAIN_DOORBELL, 0, 0, &r);
+  REQUIRE(r == 0);
+  h.bo_create(2 * 4096, RVGL_DOMAIN_DOORBELL, 0, 0, &r);
+  CHECK(r == -ENOSPC);
+  h.bo_create(4096, RVGL_DOMAIN_DOORBELL, 0, 0, &r);
+  CHECK(r == 0);
+  h.bo_create(4096, RVGL_DOMAIN_DOORBELL, 0, 0, &r);
+  CHECK(r == -ENOSPC);
+  REQUIRE(h.bo_free(a) == 0);  // its bytes come back
+  h.bo_create(2 * 4096, RVGL_DOMAIN_DOORBELL, 0, 0, &r);
+  CHECK(r == 0);
+}

@@ -8,8 +8,9 @@ using rvgl::Charge;
 using rvgl::Usage;
 
 TEST_CASE("quotas refuse what would exceed them and release on drop", "[memory]") {
-  auto u = std::make_shared<Usage>(2, 1000, 500, 100);
+  auto u = std::make_shared<Usage>(2, 1000, 500, 100, 50);
   CHECK(u->charge(Usage::Pool::kVram, 1001) == -ENOSPC);
+  CHECK(u->charge(Usage::Pool::kDoorbell, 51) == -ENOSPC);
   CHECK(u->charge(Usage::Pool::kVram, UINT64_MAX) == -ENOSPC);
   {
     REQUIRE(u->charge(Usage::Pool::kVram, 600) == 0);
