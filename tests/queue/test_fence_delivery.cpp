@@ -312,6 +312,32 @@ class SettableSource final : public FenceSource {
   std::atomic<uint64_t> at{0};
 };
 
+// 100 fences on ring 5 waiting for points 1-100 of `source`; the callback collects them in `got`,
+// reserved so that it allocates nothing itself.
+struct HundredFences {
+  std::vector<uint64_t> got;
+  std::shared_ptr<SettableSource> source = std::make_shared<SettableSource>();
+  std::unique_ptr<FenceDelivery> d;
+
+  explicit HundredFences(bool async) {
+    got.reserve(256);
+    int err = 0;
+    d = FenceDelivery::create(
+        async, [this](uint32_t, uint64_t id) { got.push_back(id); }, &err);
+    REQUIRE(d);
+    for (uint64_t i = 1; i <= 100; ++i)
+      d->add(5, i, source, i, /*mergeable=*/false);
+  }
+  HundredFences(const HundredFences &) = delete;
+  HundredFences &operator=(const HundredFences &) = delete;
+
+  bool each_once_in_order() const {
+    std::vector<uint64_t> want(100);
+    std::iota(want.begin(), want.end(), 1);
+    return got == want;
+  }
+};
+
 }  // namespace
 
 TEST_CASE("a delivery that runs out of memory part-way delivers every fence once, in order",
@@ -322,30 +348,20 @@ TEST_CASE("a delivery that runs out of memory part-way delivers every fence once
   // Found by an audit.
   for (const int allowed : {0, 1, 2, 5}) {
     INFO("allocations allowed: " << allowed);
-    std::vector<uint64_t> got;
-    got.reserve(256);  // the callback itself allocates nothing
-    int err = 0;
-    auto d = FenceDelivery::create(
-        /*async=*/true, [&](uint32_t, uint64_t id) { got.push_back(id); }, &err);
-    REQUIRE(d);
-    auto source = std::make_shared<SettableSource>();
-    for (uint64_t i = 1; i <= 100; ++i)
-      d->add(5, i, source, i, /*mergeable=*/false);
-    REQUIRE(got.empty());
-    source->at = 100;
+    HundredFences f(/*async=*/true);
+    REQUIRE(f.got.empty());
+    f.source->at = 100;
     bool threw = false;
     t_allocations_left = allowed;
     try {
-      d->progress();
+      f.d->progress();
     } catch (const std::bad_alloc &) {
       threw = true;
     }
     t_allocations_left = -1;
-    d->progress();  // with memory again: whatever is left
+    f.d->progress();  // with memory again: whatever is left
     CHECK_FALSE(threw);
-    std::vector<uint64_t> want(100);
-    std::iota(want.begin(), want.end(), 1);
-    CHECK(got == want);
+    CHECK(f.each_once_in_order());
   }
 }
 
@@ -354,27 +370,17 @@ TEST_CASE("a poll-mode delivery that runs out of memory loses no fence", "[fence
   // there, the batch went with the exception, and the fences in it were never delivered.
   for (const int allowed : {0, 1, 2, 3, 4, 8}) {
     INFO("allocations allowed: " << allowed);
-    std::vector<uint64_t> got;
-    got.reserve(256);
-    int err = 0;
-    auto d = FenceDelivery::create(
-        /*async=*/false, [&](uint32_t, uint64_t id) { got.push_back(id); }, &err);
-    REQUIRE(d);
-    auto source = std::make_shared<SettableSource>();
-    for (uint64_t i = 1; i <= 100; ++i)
-      d->add(5, i, source, i, /*mergeable=*/false);
-    source->at = 50;
-    d->progress();  // the engine's part: 1-50 wait for the VMM's poll
-    source->at = 100;
+    HundredFences f(/*async=*/false);
+    f.source->at = 50;
+    f.d->progress();  // the engine's part: 1-50 wait for the VMM's poll
+    f.source->at = 100;
     t_allocations_left = allowed;
     try {
-      d->poll();
+      f.d->poll();
     } catch (const std::bad_alloc &) {
     }
     t_allocations_left = -1;
-    d->poll();
-    std::vector<uint64_t> want(100);
-    std::iota(want.begin(), want.end(), 1);
-    CHECK(got == want);
+    f.d->poll();
+    CHECK(f.each_once_in_order());
   }
 }
