@@ -26,22 +26,52 @@ thread_local int t_allocations_left = -1;
 
 }  // namespace
 
-// This program's allocations go through here (malloc and free underneath, as the sanitizers
-// expect of a matching pair). g++ sees the free() inlined where a new-expression allocated and
-// would call it a mismatch: it is this program's own pair.
+// This program's allocations go through here, every form of them (malloc and free underneath,
+// so the sanitizers see one matching pair whichever form allocated and whichever freed). g++
+// sees the free() inlined where a new-expression allocated and would call it a mismatch: it is
+// this program's own pair.
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmismatched-new-delete"
 #endif
-void *operator new(std::size_t n) {
-  if (t_allocations_left == 0) throw std::bad_alloc();
+namespace {
+
+void *allocate(std::size_t n) {
+  if (t_allocations_left == 0) return nullptr;
   if (t_allocations_left > 0) --t_allocations_left;
-  if (void *p = std::malloc(n ? n : 1)) return p;
+  return std::malloc(n ? n : 1);
+}
+
+}  // namespace
+
+void *operator new(std::size_t n) {
+  if (void *p = allocate(n)) return p;
   throw std::bad_alloc();
+}
+void *operator new[](std::size_t n) {
+  return operator new(n);
+}
+void *operator new(std::size_t n, const std::nothrow_t &) noexcept {
+  return allocate(n);
+}
+void *operator new[](std::size_t n, const std::nothrow_t &) noexcept {
+  return allocate(n);
 }
 void operator delete(void *p) noexcept {
   std::free(p);
 }
+void operator delete[](void *p) noexcept {
+  std::free(p);
+}
 void operator delete(void *p, std::size_t) noexcept {
+  std::free(p);
+}
+void operator delete[](void *p, std::size_t) noexcept {
+  std::free(p);
+}
+void operator delete(void *p, const std::nothrow_t &) noexcept {
+  std::free(p);
+}
+void operator delete[](void *p, const std::nothrow_t &) noexcept {
   std::free(p);
 }
 
