@@ -17,8 +17,18 @@ using EmuCountsReader = size_t (*)(char *, size_t);
 
 inline std::map<std::string, uint64_t> emu_call_counts(
     EmuCountsReader read = rvgl_emu_call_counts) {
-  std::string text(read(nullptr, 0) + 1, '\0');
-  read(text.data(), text.size());
+  // Another thread (a completion engine) may make a call of a name not counted yet between the
+  // size and the text: the text then no longer fits, and the names sorted last were cut off
+  // (VERSION went missing once in a fresh-clone run). Read again until it all fits.
+  std::string text;
+  for (;;) {
+    text.assign(read(nullptr, 0) + 256, '\0');
+    const size_t len = read(text.data(), text.size());
+    if (len < text.size()) {
+      text.resize(len);
+      break;
+    }
+  }
   std::map<std::string, uint64_t> out;
   std::istringstream in(text);
   std::string name;
