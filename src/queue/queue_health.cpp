@@ -585,8 +585,9 @@ void QueueHealth::check(int64_t now) {
     const uint32_t fresh = flags & ~st.flags;
     const uint64_t done = std::max(s.reached, s.q->timeline()->known_reached());
 
-    // Posted and published under mu_, after making sure the queue is still there: once
-    // remove() returns, no record names it and nothing is published for it.
+    // Posted and published under mu_. The queue is still there: remove() waits this check out
+    // before it erases the queue (the lookups of the check's helpers rely on that too; their
+    // misses are guards, not a path).
     std::lock_guard lk(mu_);
     auto it = queues_.find(s.handle);
     if (it == queues_.end() || it->second.queue != s.q) continue;
@@ -665,7 +666,7 @@ void QueueHealth::give_up(const std::vector<const Seen *> &queues, bool fault_un
   if (fault) post_fault(RVGL_EVENT_QUEUE_NONE, f);
   for (const Seen *s : queues) {
     auto it = queues_.find(s->handle);
-    if (it == queues_.end() || it->second.queue != s->q) continue;  // destroyed meanwhile
+    if (it == queues_.end() || it->second.queue != s->q) continue;  // guard (see check())
     // The kernel keeps refusing to say whether its work ran: its results cannot be trusted, so it
     // is lost (no record: there is no cause to name). Its next submit is refused.
     KernelQueue::Status st = s->before;
@@ -696,7 +697,7 @@ void QueueHealth::postpone(
   std::lock_guard lk(mu_);
   for (const Seen &s : seen) {
     auto it = queues_.find(s.handle);
-    if (it == queues_.end() || it->second.queue != s.q) continue;  // removed meanwhile
+    if (it == queues_.end() || it->second.queue != s.q) continue;  // guard (see check())
     Tracked &t = it->second;
     t.dirty = true;
     t.refused = t.refused || s.refused;
