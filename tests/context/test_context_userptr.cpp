@@ -45,6 +45,18 @@ struct GuestRam {
   uint8_t *page(size_t i) const { return map.as<uint8_t>() + i * kPage; }
 };
 
+// Every other page of `ram`, `pages` of them, in an order shuffled by `seed`: nothing is
+// adjacent in host VA.
+std::vector<iovec> every_other_page_shuffled(const GuestRam &ram, size_t pages, uint32_t seed) {
+  std::vector<size_t> order(pages);
+  std::iota(order.begin(), order.end(), 0);
+  std::shuffle(order.begin(), order.end(), std::mt19937(seed));
+  std::vector<iovec> iov;
+  for (size_t i : order)
+    iov.push_back({ram.page(2 * i), kPage});
+  return iov;
+}
+
 uint32_t create_userptr(ContextHarness &h, std::span<const iovec> iov, bool ro, int *err) {
   BlobArgs a;
   a.res_id = h.next_res_id();
@@ -200,12 +212,7 @@ TEST_CASE("userptr: 4096 scattered pages of a memfd need at most 2 host objects"
   constexpr size_t kPages = 4096;
   GuestRam ram(2 * kPages * kPage);
   // Every other page of guest RAM, in shuffled order: nothing is adjacent in host VA.
-  std::vector<size_t> order(kPages);
-  std::iota(order.begin(), order.end(), 0);
-  std::shuffle(order.begin(), order.end(), std::mt19937(42));
-  std::vector<iovec> iov;
-  for (size_t i : order)
-    iov.push_back({ram.page(2 * i), kPage});
+  const std::vector<iovec> iov = every_other_page_shuffled(ram, kPages, 42);
 
   const auto before = emu_counters();
   int err;
@@ -274,12 +281,7 @@ TEST_CASE("userptr: many small pieces of a sealed memfd go through udmabuf, no c
   constexpr size_t kPages = 2048;
   GuestRam ram(2 * kPages * kPage);
   REQUIRE(fcntl(ram.fd.get(), F_ADD_SEALS, F_SEAL_SHRINK) == 0);
-  std::vector<size_t> order(kPages);
-  std::iota(order.begin(), order.end(), 0);
-  std::shuffle(order.begin(), order.end(), std::mt19937(7));
-  std::vector<iovec> iov;
-  for (size_t i : order)
-    iov.push_back({ram.page(2 * i), kPage});
+  const std::vector<iovec> iov = every_other_page_shuffled(ram, kPages, 7);
 
   const CountedImport c = import_counted(h, iov);
   CHECK(h.ctx().stats().last_userptr_strategy == UserptrStrategy::kUdmabuf);
@@ -315,12 +317,7 @@ TEST_CASE("userptr: pages the VMM mapped read-only never become writable to the 
   GuestRam ram(2 * kPages * kPage);
   REQUIRE(fcntl(ram.fd.get(), F_ADD_SEALS, F_SEAL_SHRINK) == 0);  // udmabuf would take it
   REQUIRE(mprotect(ram.page(0), 2 * kPages * kPage, PROT_READ) == 0);
-  std::vector<size_t> order(kPages);
-  std::iota(order.begin(), order.end(), 0);
-  std::shuffle(order.begin(), order.end(), std::mt19937(11));
-  std::vector<iovec> iov;
-  for (size_t i : order)
-    iov.push_back({ram.page(2 * i), kPage});
+  const std::vector<iovec> iov = every_other_page_shuffled(ram, kPages, 11);
   const auto before = emu_counters();
   const uint64_t objects = h.ctx().stats().usage.objects;
   int err;

@@ -31,19 +31,25 @@ struct Pending {
   uint32_t seqno, off;
 };
 
-// SET_DEST into a response slot of its own (a rotating one per call).
-Pending set_dest(ContextHarness &h, uint32_t bo, uint32_t res, uint64_t size, uint32_t timeout) {
-  static uint32_t n = 0;
+// SET_DEST answered into `off` (RVGL_RSP_NONE: no response asked for); its seqno.
+uint32_t send_set_dest(ContextHarness &h, uint32_t bo, uint32_t res, uint64_t size,
+                       uint32_t timeout, uint32_t off) {
   rvgl_req_spm_set_dest r{};
   r.bo = bo;
   r.res_id = res;
   r.size = size;
   r.timeout_ms = timeout;
   const uint32_t seqno = h.next_seqno();
-  const uint32_t off = RVGL_RSP_AREA_SIZE - 64 * (1 + n++ % 8);
   r.hdr = {RVGL_CMD_SPM_SET_DEST, sizeof(r), seqno, off};
   REQUIRE(h.ctx().submit_cmd({reinterpret_cast<const uint8_t *>(&r), sizeof(r)}) == 0);
-  return {seqno, off};
+  return seqno;
+}
+
+// SET_DEST into a response slot of its own (a rotating one per call).
+Pending set_dest(ContextHarness &h, uint32_t bo, uint32_t res, uint64_t size, uint32_t timeout) {
+  static uint32_t n = 0;
+  const uint32_t off = RVGL_RSP_AREA_SIZE - 64 * (1 + n++ % 8);
+  return {send_set_dest(h, bo, res, size, timeout, off), off};
 }
 
 bool wait_rsp(ContextHarness &h, const Pending &p, rvgl_rsp_spm_set_dest *out, int ms = 8000) {
@@ -245,12 +251,7 @@ TEST_CASE("SPM lifetimes: a SET_DEST with no response slot that fails counts in 
   set_dest(h, a.bo, 0, kDest, 0);
   const Pending blocked = set_dest(h, b.bo, 0, kDest, 300);
   const uint32_t before = h.shmem_header().async_error;
-  rvgl_req_spm_set_dest r{};
-  r.bo = c.bo;
-  r.size = kDest;
-  r.timeout_ms = 300;
-  r.hdr = {RVGL_CMD_SPM_SET_DEST, sizeof(r), h.next_seqno(), RVGL_RSP_NONE};
-  REQUIRE(h.ctx().submit_cmd({reinterpret_cast<const uint8_t *>(&r), sizeof(r)}) == 0);
+  send_set_dest(h, c.bo, 0, kDest, 300, RVGL_RSP_NONE);
   CHECK(h.shmem_header().async_error == before);  // accepted
   rvgl_req_spm_release rel{};
   REQUIRE(h.call<rvgl_rsp_spm_release>(RVGL_CMD_SPM_RELEASE, rel).hdr.result == 0);
