@@ -1,6 +1,7 @@
 #include "amdgpu/amdgpu_device.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <xf86drm.h>
 
@@ -10,7 +11,6 @@
 #include <cstdio>
 #include <cstring>
 #include <mutex>
-#include <vector>
 
 #include "util/same_open_file.h"
 
@@ -40,36 +40,18 @@ std::shared_ptr<AmdgpuDevice> AmdgpuDevice::open(const std::string &path, int *e
   return adopt(std::move(fd), err);
 }
 
-namespace {
-
-// Every device of this process, so a VMM fd that is another context's open file is recognised.
-std::mutex g_devices_mu;
-std::vector<std::weak_ptr<AmdgpuDevice>> g_devices;
-
-}  // namespace
-
 std::shared_ptr<AmdgpuDevice> AmdgpuDevice::adopt(UniqueFd fd, int *err) {
   std::shared_ptr<AmdgpuDevice> dev(new AmdgpuDevice(std::move(fd)));
   *err = dev->check_driver();
   if (*err) return nullptr;
-  std::lock_guard lk(g_devices_mu);
-  std::erase_if(g_devices, [](const std::weak_ptr<AmdgpuDevice> &w) { return w.expired(); });
-  g_devices.push_back(dev);
   return dev;
 }
 
 std::shared_ptr<AmdgpuDevice> AmdgpuDevice::adopt_private(UniqueFd fd, int *err) {
-  int shared = 0;
-  {
-    std::lock_guard lk(g_devices_mu);
-    for (const auto &w : g_devices) {
-      auto d = w.lock();
-      if (!d) continue;
-      shared = same_open_file(fd.get(), d->fd());
-      if (shared != 0) break;  // the same file, or no way to tell: do not trust it
-    }
-  }
-  if (shared == 0) return adopt(std::move(fd), err);
+  // The file is the context's own only if nothing else in this process names it: a dup the VMM
+  // kept for its own rendering, the real library's, or another context's would share the GPU VM
+  // and handle namespace (DESIGN.md D2). Any doubt counts as shared.
+  if (open_file_named_elsewhere(fd.get()) == 0) return adopt(std::move(fd), err);
   // A file of its own on the same node: the VMM's choice of device is kept, not its open file.
   char link[64], path[PATH_MAX];
   std::snprintf(link, sizeof(link), "/proc/self/fd/%d", fd.get());
@@ -79,7 +61,17 @@ std::shared_ptr<AmdgpuDevice> AmdgpuDevice::adopt_private(UniqueFd fd, int *err)
     return nullptr;
   }
   path[n] = 0;
-  return open(path, err);
+  auto dev = open(path, err);
+  // The name may lead elsewhere in this process's mount namespace (or the node was replaced):
+  // only the device the VMM chose will do.
+  struct stat want = {};
+  struct stat got = {};
+  if (dev && (fstat(fd.get(), &want) != 0 || fstat(dev->fd(), &got) != 0 ||
+              !S_ISCHR(want.st_mode) || !S_ISCHR(got.st_mode) || want.st_rdev != got.st_rdev)) {
+    *err = -EBUSY;
+    return nullptr;
+  }
+  return dev;
 }
 
 std::shared_ptr<AmdgpuDevice> AmdgpuDevice::reopen(int *err) const {

@@ -26,10 +26,11 @@ class AmdgpuDevice {
   static std::shared_ptr<AmdgpuDevice> adopt(UniqueFd fd, int *err);
   // A second, independent open of this device's node (its own DRM file: own handles, own VM).
   std::shared_ptr<AmdgpuDevice> reopen(int *err) const;
-  // An fd the VMM chose (its get_drm_fd callback). A VMM that hands out dups of one open file
-  // would give every context the same GPU VM and handle namespace: when fd is the same file as
-  // a device of this process (kcmp KCMP_FILE), or that cannot be told, the node is re-opened by
-  // path for a file of the context's own (-errno of that open, -EBUSY if it has no path).
+  // An fd the VMM chose (its get_drm_fd callback). Kept only when no other fd of this process
+  // names the same open file (kcmp KCMP_FILE over /proc/self/fd): a dup the VMM kept, or handed
+  // to another context, would share the GPU VM and handle namespace. Otherwise, or when that
+  // cannot be told, the node is re-opened by path for a file of the context's own; -EBUSY when
+  // it has no path or the path is not the same device (st_rdev), else that open's error.
   static std::shared_ptr<AmdgpuDevice> adopt_private(UniqueFd fd, int *err);
 
   int fd() const { return fd_.get(); }

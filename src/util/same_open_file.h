@@ -1,5 +1,5 @@
 // Whether two fds of this process name one open file (one struct file: dup'ed fds do), by kcmp(2)
-// KCMP_FILE (linux/kcmp.h): a VMM's DRM fd that is another context's.
+// KCMP_FILE (linux/kcmp.h): a VMM's DRM fd that is another context's, or the VMM's own.
 #pragma once
 
 #include <linux/kcmp.h>
@@ -21,5 +21,10 @@ inline int same_open_file(pid_t self, int a, int b) {
 inline int same_open_file(int a, int b) {
   return same_open_file(getpid(), a, b);
 }
+
+// Whether any other fd of this process names the open file `fd` names (a dup someone kept):
+// 1 yes, 0 no, -errno when that cannot be told (no /proc/self/fd, kcmp refused). Reads
+// /proc/self/fd: one kcmp per open fd of the process.
+int open_file_named_elsewhere(int fd);
 
 }  // namespace rvgl

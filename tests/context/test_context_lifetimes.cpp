@@ -2,7 +2,8 @@
 //  #2 one owner per kernel handle (detach + re-attach of a context's own BO);
 //  #3 the object quota counts every kernel object a userptr blob makes;
 //  #4 blob-id bookkeeping does not grow with ids used and freed;
-//  #6 a VMM handing out dups of one open file still gets one GPU VM per context;
+//  #6 a VMM handing out dups of one open file (and keeping one) still gets one GPU VM per
+//     context, none of them the VMM's;
 //  detach of a userptr blob ends its GPU mappings and kernel objects at once.
 #include <catch2/catch.hpp>
 
@@ -17,6 +18,7 @@
 #include "rvgl_emu.h"
 #include "support/context_harness.h"
 #include "support/guest_ram.h"
+#include "util/same_open_file.h"
 
 using namespace rvgl;
 using namespace rvgl::test;
@@ -193,6 +195,7 @@ TEST_CASE("lifetimes #4: blob ids freed are forgotten (RSS flat)", "[context][qu
 
 TEST_CASE("lifetimes #6: dups of one open file still give each context its own VM",
           "[context][isolation]") {
+  // The VMM keeps `node` (for its own rendering, say) and hands each context a dup of it.
   UniqueFd node(::open("/dev/dri/renderD128", O_RDWR | O_CLOEXEC));
   REQUIRE(node);
   ContextHarness a(test_config(), false, 1, UniqueFd(fcntl(node.get(), F_DUPFD_CLOEXEC, 0)));
@@ -206,9 +209,28 @@ TEST_CASE("lifetimes #6: dups of one open file still give each context its own V
   // The same VA in both: one VM each, so no overlap.
   CHECK(a.va_map(ba, 0, 0, va_base(a), 64 * 1024) == 0);
   CHECK(b.va_map(bb, 0, 0, va_base(b), 64 * 1024) == 0);
-  // Only the first context kept the VMM's file.
+  // Neither context kept the VMM's file: nothing of theirs is in its VM or handle table.
   rvgl_emu_file_counters fc{};
   REQUIRE(rvgl_emu_get_file_counters(node.get(), &fc, sizeof(fc)) == 0);
+  CHECK(fc.bo_handles == 0);
+  CHECK(fc.vm_mappings == 0);
+  CHECK(open_file_named_elsewhere(node.get()) == 0);
+}
+
+TEST_CASE("lifetimes #6: a file the VMM hands over whole is the context's own",
+          "[context][isolation]") {
+  // As vtest's get_drm_fd does: a new open of the node for each call, kept by nobody else.
+  UniqueFd fresh(::open("/dev/dri/renderD128", O_RDWR | O_CLOEXEC));
+  REQUIRE(fresh);
+  const int handed = fresh.get();
+  ContextHarness a(test_config(), false, 1, std::move(fresh));
+  a.create_shmem();
+  const uint32_t bo = a.bo_create(64 * 1024, RVGL_DOMAIN_GTT);
+  REQUIRE(bo != 0);
+  REQUIRE(a.va_map(bo, 0, 0, va_base(a), 64 * 1024) == 0);
+  // The fd the VMM chose is the one the context works on (peeked at by its number).
+  rvgl_emu_file_counters fc{};
+  REQUIRE(rvgl_emu_get_file_counters(handed, &fc, sizeof(fc)) == 0);
   CHECK(fc.bo_handles == 1);
   CHECK(fc.vm_mappings == 1);
 }

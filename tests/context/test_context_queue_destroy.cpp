@@ -44,12 +44,14 @@ TEST_CASE(
   const bool fenced = GENERATE(false, true);  // a fence waits for the last job, or none does
   UniqueFd node(::open("/dev/dri/renderD128", O_RDWR | O_CLOEXEC));
   REQUIRE(node);
-  ContextHarness h(test_config(), async, 1, UniqueFd(fcntl(node.get(), F_DUPFD_CLOEXEC, 0)));
+  // The VMM hands the file over whole: the context's own from here on, peeked at by its number.
+  const int file = node.get();
+  ContextHarness h(test_config(), async, 1, std::move(node));
   h.create_shmem();
   const uint64_t va = h.capset().va_start;
   auto buf = h.mapped_bo(64 * 1024);
   REQUIRE(h.va_map(buf.bo, 0, 0, va, 64 * 1024) == 0);
-  const uint64_t base = file_contexts(node.get());
+  const uint64_t base = file_contexts(file);
   uint32_t *words = buf.ptr<uint32_t>();
   auto marker = [&](uint32_t k) {
     return __atomic_load_n(words + (kMarkers + 4 * k) / 4, __ATOMIC_ACQUIRE);
@@ -63,7 +65,7 @@ TEST_CASE(
     int32_t r;
     const uint32_t q = h.queue_create(RVGL_IP_SDMA, kRing, &r);
     REQUIRE(r == 0);
-    REQUIRE(file_contexts(node.get()) == base + 1);
+    REQUIRE(file_contexts(file) == base + 1);
     GateWatchdog gate(words + kGate / 4);
     for (uint32_t k = 1; k <= kJobs; ++k) {
       std::vector<uint32_t> ib;
@@ -79,14 +81,14 @@ TEST_CASE(
     // Returned with the gate still closed: nothing ran, and the kernel context is still there.
     CHECK(__atomic_load_n(words + kGate / 4, __ATOMIC_ACQUIRE) == 0);
     CHECK(marker(1) == 0);
-    CHECK(file_contexts(node.get()) == base + 1);
+    CHECK(file_contexts(file) == base + 1);
     // A new queue on the same ring meanwhile: the destroyed one counts (the default quota has
     // room), and its jobs are not the new queue's.
     const uint32_t q2 = h.queue_create(RVGL_IP_SDMA, kRing, &r);
     REQUIRE(r == 0);
-    CHECK(file_contexts(node.get()) == base + 2);
+    CHECK(file_contexts(file) == base + 2);
     REQUIRE(h.queue_destroy(q2) == 0);  // nothing submitted: freed at once
-    CHECK(file_contexts(node.get()) == base + 1);
+    CHECK(file_contexts(file) == base + 1);
 
     gate.open();
     for (uint32_t k = 1; k <= kJobs; ++k)
@@ -97,7 +99,7 @@ TEST_CASE(
     uint64_t probe = 1000 * round;
     CHECK(wait_for([&] {
       REQUIRE(h.fence(kRing, ++probe) == 0);  // a free ring: retires at once
-      return file_contexts(node.get()) == base;
+      return file_contexts(file) == base;
     }));
   }
 }
