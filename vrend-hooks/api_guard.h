@@ -14,15 +14,17 @@
 
 namespace rvgl::hooks {
 
+// A guest can make a request fail this way as often as it likes: one limit for all of them.
 inline void log_escaped(const char *fn) noexcept {
+  static LogLimit limit;
   try {
     throw;
   } catch (const std::bad_alloc &) {
-    log_warn("%s: out of memory", fn);
+    log_warn_limited(limit, "%s: out of memory", fn);
   } catch (const std::exception &e) {
-    log_warn("%s: %s", fn, e.what());
+    log_warn_limited(limit, "%s: %s", fn, e.what());
   } catch (...) {
-    log_warn("%s: unknown failure", fn);
+    log_warn_limited(limit, "%s: unknown failure", fn);
   }
 }
 

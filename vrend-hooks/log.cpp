@@ -7,6 +7,8 @@
 #include <atomic>
 #include <mutex>
 
+#include "util/monotonic_clock.h"
+
 namespace rvgl::hooks {
 
 namespace {
@@ -48,6 +50,23 @@ void refresh_debug_from_env() {
 }
 
 void log_warn(const char *fmt, ...) {
+  char line[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vformat(line, fmt, ap);
+  va_end(ap);
+  emit(line);
+}
+
+void log_warn_limited(LogLimit &limit, const char *fmt, ...) {
+  uint32_t left_out = 0;
+  if (!limit.allow(monotonic_ns(), &left_out)) return;
+  if (left_out) {
+    char said[96];
+    std::snprintf(said, sizeof(said), "%u messages like the next one left out in the last %u s",
+                  left_out, static_cast<unsigned>(LogLimit::kIntervalNs / 1'000'000'000));
+    emit(said);
+  }
   char line[512];
   va_list ap;
   va_start(ap, fmt);

@@ -2,12 +2,15 @@
 // debug lines only with RVGL_DEBUG=1. Never guest-controlled format strings.
 #pragma once
 
+#include "log_limit.h"
 #include "virgl_abi.h"
 
 namespace rvgl::hooks {
 
 void log_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void log_debug(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+// log_warn for a message a guest can repeat at will: through `limit` (one per call site).
+void log_warn_limited(LogLimit &limit, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 bool debug_enabled();
 // Reads RVGL_DEBUG again (each fresh virgl_renderer_init does).
 void refresh_debug_from_env();

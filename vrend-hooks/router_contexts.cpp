@@ -88,10 +88,11 @@ int Router::create_our_context(uint32_t ctx_id) {
     // Per-process limits (issue 13, point 6): refused with a message; the VMM and every other
     // context go on.
     if (contexts_.size() >= max_contexts_) {
-      log_warn(
-          "ctx %u refused: %zu ROCM contexts alive, the limit of this VMM process "
-          "(RVGL_MAX_CONTEXTS=%u)",
-          ctx_id, contexts_.size(), max_contexts_);
+      static LogLimit limit;
+      log_warn_limited(limit,
+                       "ctx %u refused: %zu ROCM contexts alive, the limit of this VMM process "
+                       "(RVGL_MAX_CONTEXTS=%u)",
+                       ctx_id, contexts_.size(), max_contexts_);
       return ENOSPC;
     }
     cfg = cfg_;
@@ -99,7 +100,9 @@ int Router::create_our_context(uint32_t ctx_id) {
   }
   const int free = free_fds();
   if (free >= 0 && free < fd_reserve()) {
-    log_warn(
+    static LogLimit limit;
+    log_warn_limited(
+        limit,
         "ctx %u refused: only %d file descriptors left to this VMM process (RLIMIT_NOFILE); "
         "%d stay reserved for the VMM",
         ctx_id, free, fd_reserve());
@@ -132,7 +135,8 @@ int Router::create_our_context(uint32_t ctx_id) {
     try {
       ctx = make(std::move(fd), &err);
     } catch (const std::system_error &e) {
-      log_warn("ctx %u: %s", ctx_id, e.what());
+      static LogLimit limit;
+      log_warn_limited(limit, "ctx %u: %s", ctx_id, e.what());
       err = e.code().value() > 0 ? -e.code().value() : -EAGAIN;
     } catch (const std::bad_alloc &) {
       err = -ENOMEM;
@@ -144,7 +148,8 @@ int Router::create_our_context(uint32_t ctx_id) {
     make_guarded(UniqueFd());
   }
   if (!ctx) {
-    log_warn("ctx %u: cannot create a ROCM context (%s)", ctx_id, strerror(-err));
+    static LogLimit limit;
+    log_warn_limited(limit, "ctx %u: cannot create a ROCM context (%s)", ctx_id, strerror(-err));
     return err < 0 ? -err : EINVAL;
   }
   // The context refers to the config: keep it alive as long as the context is.

@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "init_flags.h"
+#include "log_limit.h"
 #include "real_library.h"
 #include "renderer_fixture.h"
 #include "router.h"
@@ -184,4 +185,32 @@ TEST_CASE("without a real library every call answers an error and nothing crashe
   }
   // A callbacks struct the real library would refuse is refused here too.
   CHECK(virgl_renderer_init(nullptr, 0, nullptr) == -1);
+}
+
+TEST_CASE("a log limit lets ten through per five seconds and counts the rest", "[hooks]") {
+  LogLimit limit;
+  constexpr int64_t s = 1'000'000'000;
+  uint32_t left_out = 99;
+  uint32_t passed = 0;
+  for (int i = 0; i < 25; ++i) {
+    passed += limit.allow(100 * s, &left_out);
+    CHECK(left_out == 0);
+  }
+  CHECK(passed == 10);
+  // Still the same interval just before its end.
+  CHECK_FALSE(limit.allow(105 * s - 1, &left_out));
+  CHECK(left_out == 0);
+  // The next one opens a new interval and hears of the 16 refused.
+  CHECK(limit.allow(105 * s, &left_out));
+  CHECK(left_out == 16);
+  passed = 0;
+  for (int i = 0; i < 12; ++i)
+    passed += limit.allow(106 * s, &left_out);
+  CHECK(passed == 9);
+  CHECK(left_out == 0);
+  // A quiet interval: nothing was refused in it.
+  CHECK(limit.allow(200 * s, &left_out));
+  CHECK(left_out == 3);
+  CHECK(limit.allow(300 * s, &left_out));
+  CHECK(left_out == 0);
 }

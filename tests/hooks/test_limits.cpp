@@ -8,13 +8,16 @@
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <cerrno>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "../../tools/common/amd_packets.h"
@@ -22,6 +25,7 @@
 #include "renderer_fixture.h"
 #include "rocm_guest.h"
 #include "support/wait_for.h"
+#include "log_limit.h"
 
 using namespace rvgl::hooks_test;
 namespace pk = rvgl::packets;
@@ -137,6 +141,54 @@ TEST_CASE("RVGL_MAX_CONTEXTS refuses more contexts; the others and the VMM go on
     virgl_renderer_context_destroy(ctx);
   virgl_renderer_resource_unref(first.shmem_res());
   virgl_renderer_context_destroy(1);
+}
+
+// Run only by the test below, in a process of its own: a fork would inherit the limit's state
+// from the tests this process has run.
+TEST_CASE("(child) 200 contexts refused by RVGL_MAX_CONTEXTS=1", "[.flood-child]") {
+  Renderer r(poll_mode());
+  REQUIRE(r.result() == 0);
+  REQUIRE(virgl_renderer_context_create_with_flags(1, RVGL_CAPSET_ID, 0, "") == 0);
+  const auto t0 = std::chrono::steady_clock::now();
+  for (uint32_t ctx = 2; ctx < 202; ++ctx)
+    REQUIRE(virgl_renderer_context_create_with_flags(ctx, RVGL_CAPSET_ID, 0, "") == ENOSPC);
+  // All 200 inside one interval of the limit (each takes microseconds).
+  REQUIRE(std::chrono::steady_clock::now() - t0 <
+          std::chrono::nanoseconds(rvgl::hooks::LogLimit::kIntervalNs));
+  virgl_renderer_context_destroy(1);
+}
+
+TEST_CASE("a guest asking again and again past RVGL_MAX_CONTEXTS does not flood the host's log",
+          "[limits]") {
+  // The child's stderr goes to a memfd read here; its stdout (Catch2's report) nowhere.
+  const int log = memfd_create("child-stderr", MFD_CLOEXEC);
+  REQUIRE(log >= 0);
+  const pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    const int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
+    if (null < 0 || dup2(null, STDOUT_FILENO) < 0 || dup2(log, STDERR_FILENO) < 0) _exit(120);
+    setenv("RVGL_MAX_CONTEXTS", "1", 1);
+    execl("/proc/self/exe", "hooks_limits_test", "[.flood-child]", static_cast<char *>(nullptr));
+    _exit(121);
+  }
+  int status = 0;
+  REQUIRE(waitpid(pid, &status, 0) == pid);
+  REQUIRE(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+  std::string text;
+  char buf[4096];
+  ssize_t n;
+  for (off_t at = 0; (n = pread(log, buf, sizeof(buf), at)) > 0; at += n)
+    text.append(buf, static_cast<size_t>(n));
+  close(log);
+  size_t refused = 0, left_out = 0;
+  for (size_t at = 0; (at = text.find("refused: ", at)) != std::string::npos; ++at)
+    ++refused;
+  for (size_t at = 0; (at = text.find("left out", at)) != std::string::npos; ++at)
+    ++left_out;
+  CHECK(refused == rvgl::hooks::LogLimit::kBurst);  // 200 before the limit
+  CHECK(left_out == 0);                              // said with the next interval's first line
 }
 
 TEST_CASE("with ulimit -n lowered, contexts are refused before the VMM runs out of files",
