@@ -188,7 +188,7 @@ TEST_CASE("a guest asking again and again past RVGL_MAX_CONTEXTS does not flood 
   for (size_t at = 0; (at = text.find("left out", at)) != std::string::npos; ++at)
     ++left_out;
   CHECK(refused == rvgl::hooks::LogLimit::kBurst);  // 200 before the limit
-  CHECK(left_out == 0);                              // said with the next interval's first line
+  CHECK(left_out == 0);                             // said with the next interval's first line
 }
 
 TEST_CASE("with ulimit -n lowered, contexts are refused before the VMM runs out of files",
