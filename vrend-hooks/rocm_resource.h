@@ -7,6 +7,7 @@
 #include <sys/uio.h>
 
 #include <cstdint>
+#include <memory>
 #include <utility>
 
 #include "context/compute_context.h"
@@ -24,7 +25,8 @@ class RocmResource {
         size_(size),
         fd_(std::move(exp.fd)),
         fd_type_(exp.fd_type),
-        map_info_(exp.map_info) {}
+        map_info_(exp.map_info),
+        charge_(std::move(exp.charge)) {}
 
   uint32_t owner_ctx() const { return owner_ctx_; }
   uint32_t blob_mem() const { return blob_mem_; }
@@ -71,6 +73,9 @@ class RocmResource {
   void *priv_ = nullptr;
   const iovec *vmm_iov_ = nullptr;
   int vmm_iov_count_ = 0;
+  // The memory behind fd_ stays charged to the context that made it until this resource goes,
+  // whatever the context lets go of first (and after it is destroyed).
+  std::shared_ptr<const void> charge_;
 };
 
 }  // namespace rvgl::hooks

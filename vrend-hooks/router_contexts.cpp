@@ -1,4 +1,5 @@
 // Contexts: creation by capset id, command submission, fences, resource attachment.
+#include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <cstring>
@@ -8,6 +9,7 @@
 
 #include "init_flags.h"
 #include "log.h"
+#include "memory/usage.h"
 #include "process_limits.h"
 #include "real_library.h"
 #include "router.h"
@@ -87,12 +89,17 @@ int Router::create_our_context(uint32_t ctx_id) {
     if (real_.has_context(ctx_id)) return EINVAL;
     // Per-process limits (issue 13, point 6): refused with a message; the VMM and every other
     // context go on.
-    if (contexts_.size() >= max_contexts_) {
+    // A destroyed context counts while a resource of the VMM holds memory it exported (its
+    // quota account lives on with the charge): host memory stays within contexts x quota.
+    const uint64_t accounts = std::max<uint64_t>(contexts_.size(), Usage::alive());
+    if (accounts >= max_contexts_) {
       static LogLimit limit;
       log_warn_limited(limit,
-                       "ctx %u refused: %zu ROCM contexts alive, the limit of this VMM process "
+                       "ctx %u refused: %zu ROCM contexts alive and %llu destroyed ones whose "
+                       "exported memory the VMM still holds, the limit of this VMM process "
                        "(RVGL_MAX_CONTEXTS=%u)",
-                       ctx_id, contexts_.size(), max_contexts_);
+                       ctx_id, contexts_.size(),
+                       static_cast<unsigned long long>(accounts - contexts_.size()), max_contexts_);
       return ENOSPC;
     }
     cfg = cfg_;

@@ -275,6 +275,7 @@ int ContextMemory::export_object(const MemoryObject &obj, BlobExport *out) {
   if (int err = dev_->prime_export(obj.segments()[0].handle, &out->fd)) return err;
   out->fd_type = kFdTypeDmabuf;
   out->size = obj.size();
+  out->charge = obj.charge_share();
   switch (obj.domain()) {
     case RVGL_DOMAIN_VRAM:
       out->map_info = kMapWc;

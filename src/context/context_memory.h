@@ -48,6 +48,9 @@ struct BlobExport {
   uint32_t fd_type = 0;   // VIRGL_RENDERER_BLOB_FD_TYPE_* (1 dmabuf, 3 shm); 0: no fd
   uint32_t map_info = 0;  // VIRGL_RENDERER_MAP_CACHE_*
   uint64_t size = 0;
+  // The memory's quota charge, for whoever keeps `fd` (the VMM's resource): the context's object
+  // may go first, the memory behind the fd does not. Null when nothing is charged through it.
+  std::shared_ptr<const void> charge;
 };
 
 struct MemoryStats {

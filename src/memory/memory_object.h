@@ -89,8 +89,11 @@ class MemoryObject {
   // Resources that must live as long as the handles.
   void keep_alive(Mapping m) { kept_mappings_.push_back(std::move(m)); }
 
-  // The quota charge returned when this object dies.
-  void set_charge(Charge c) { charge_ = std::move(c); }
+  // The quota charge, returned once this object and every holder of charge_share() are gone: an
+  // exported BO's memory lives on in the VMM's dma-buf after the context lets go of the object
+  // (detach, BO_FREE, context destroy), and stays charged until the VMM drops its resource.
+  void set_charge(Charge c) { charge_ = std::make_shared<Charge>(std::move(c)); }
+  std::shared_ptr<const void> charge_share() const { return charge_; }
   void set_bo_flags(uint32_t flags) { bo_flags_ = flags; }
   uint32_t bo_flags() const { return bo_flags_; }
 
@@ -104,7 +107,7 @@ class MemoryObject {
   uint32_t bo_flags_ = 0;
   std::vector<Mapping> kept_mappings_;
   std::shared_ptr<Mapping> cpu_map_;  // shared with host_mapping()'s holders
-  Charge charge_;
+  std::shared_ptr<Charge> charge_;
   uint64_t blob_id_ = 0;
   std::shared_ptr<ObjectRegistry> registry_;
   mutable std::mutex guest_mu_;  // orders write_guest() against revoke()

@@ -23,7 +23,16 @@ class Usage {
 
   Usage(uint64_t max_objects, uint64_t max_vram, uint64_t max_gtt, uint64_t max_userptr,
         uint64_t max_doorbell)
-      : max_objects_(max_objects), max_{max_vram, max_gtt, max_userptr, max_doorbell, UINT64_MAX} {}
+      : max_objects_(max_objects), max_{max_vram, max_gtt, max_userptr, max_doorbell, UINT64_MAX} {
+    alive_.fetch_add(1, std::memory_order_relaxed);
+  }
+  ~Usage() { alive_.fetch_sub(1, std::memory_order_relaxed); }
+  Usage(const Usage &) = delete;
+  Usage &operator=(const Usage &) = delete;
+  // Accounts of this process still alive: one per context, and one per destroyed context whose
+  // exported memory a VMM resource still holds (the charges keep the account). What
+  // RVGL_MAX_CONTEXTS bounds, so host memory stays within contexts x quota.
+  static uint64_t alive() { return alive_.load(std::memory_order_relaxed); }
 
   // `objects` kernel objects holding `bytes` in `pool`: 0, or -ENOSPC with nothing charged.
   int charge(Pool pool, uint64_t bytes, uint64_t objects = 1);
@@ -33,6 +42,7 @@ class Usage {
   UsageSnapshot snapshot() const;
 
  private:
+  static inline std::atomic<uint64_t> alive_{0};
   const uint64_t max_objects_;
   const uint64_t max_[5];
   std::atomic<uint64_t> objects_{0};

@@ -1,6 +1,8 @@
 // Issue 4: each quota returns its documented error when exceeded; the host stays up.
 #include <catch2/catch.hpp>
 
+#include <fcntl.h>
+
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -91,6 +93,47 @@ TEST_CASE("a claimed blob keeps its charge after BO_FREE until the resource goes
   h.ctx().detach_resource(buf.res_id);
   h.bo_create(4096, RVGL_DOMAIN_GTT, 0, 0, &r);
   CHECK(r == 0);
+}
+
+TEST_CASE("a claimed blob stays charged while the VMM's resource holds it, detached or not",
+          "[context][quota]") {
+  constexpr uint64_t kSize = 4ull << 20;
+  Config c = test_config();
+  c.limits.max_gtt_bytes = kSize;
+  ContextHarness h(c);
+  h.create_shmem();
+  for (int round = 0; round < 20; ++round) {
+    INFO("round " << round);
+    int32_t r;
+    const uint64_t blob_id = 1000 + static_cast<uint64_t>(round);
+    const uint32_t bo = h.bo_create(kSize, RVGL_DOMAIN_GTT, 0, blob_id, &r);
+    REQUIRE(r == 0);
+    BlobArgs a;
+    a.res_id = h.next_res_id();
+    a.blob_mem = RVGL_BLOB_MEM_HOST3D;
+    a.blob_flags = RVGL_BLOB_FLAG_USE_SHAREABLE;
+    a.blob_id = blob_id;
+    a.size = kSize;
+    BlobExport vmm;  // what the VMM's resource keeps until it unrefs the resource
+    REQUIRE(h.ctx().create_blob(a, &vmm) == 0);
+    // The guest lets go of every name it has for the memory; the VMM's dma-buf still holds it.
+    REQUIRE(h.bo_free(bo) == 0);
+    h.ctx().detach_resource(a.res_id);
+    CHECK(h.ctx().stats().usage.gtt_bytes == kSize);
+    CHECK(h.ctx().stats().usage.objects == 1);
+    h.bo_create(4096, RVGL_DOMAIN_GTT, 0, 0, &r);
+    CHECK(r == -ENOSPC);
+    // Attached again (an import of the VMM's fd): one more kernel handle, no more bytes.
+    REQUIRE(h.ctx().attach_foreign(a.res_id, UniqueFd(fcntl(vmm.fd.get(), F_DUPFD_CLOEXEC, 0)),
+                                   kSize) == 0);
+    CHECK(h.ctx().stats().usage.gtt_bytes == kSize);
+    CHECK(h.ctx().stats().usage.objects == 2);
+    h.ctx().detach_resource(a.res_id);
+    // The VMM unrefs the resource: the memory is gone, and so is its charge.
+    vmm = BlobExport();
+    CHECK(h.ctx().stats().usage.gtt_bytes == 0);
+    CHECK(h.ctx().stats().usage.objects == 0);
+  }
 }
 
 TEST_CASE("userptr byte quota", "[context][quota]") {

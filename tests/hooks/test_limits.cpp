@@ -143,6 +143,36 @@ TEST_CASE("RVGL_MAX_CONTEXTS refuses more contexts; the others and the VMM go on
   virgl_renderer_context_destroy(1);
 }
 
+TEST_CASE("a destroyed context counts against RVGL_MAX_CONTEXTS while the VMM holds its memory",
+          "[limits]") {
+  // Each context may fill its quota with blobs the VMM keeps after the guest destroys the
+  // context; counting such a context bounds host memory by RVGL_MAX_CONTEXTS x quota.
+  ScopedEnv max("RVGL_MAX_CONTEXTS", "2");
+  Renderer r(poll_mode());
+  REQUIRE(r.result() == 0);
+  RocmGuest live(1, 100);
+  live.start();
+  uint32_t kept = 0;
+  for (int round = 0; round < 5; ++round) {
+    INFO("round " << round);
+    RocmGuest gone(2, 200 + 10 * static_cast<uint32_t>(round));
+    gone.start();
+    const auto [bo, res] = gone.bo_blob(64 * 1024, RVGL_DOMAIN_GTT);
+    (void)bo;
+    kept = res;
+    virgl_renderer_resource_unref(gone.shmem_res());
+    virgl_renderer_context_destroy(2);
+    // Context 2 is gone, but the VMM still has its blob: no room for a second context.
+    CHECK(virgl_renderer_context_create_with_flags(3, RVGL_CAPSET_ID, 0, "") == ENOSPC);
+    CHECK(serves(live));
+    virgl_renderer_resource_unref(kept);
+    REQUIRE(virgl_renderer_context_create_with_flags(3, RVGL_CAPSET_ID, 0, "") == 0);
+    virgl_renderer_context_destroy(3);
+  }
+  virgl_renderer_resource_unref(live.shmem_res());
+  virgl_renderer_context_destroy(1);
+}
+
 // Run only by the test below, in a process of its own: a fork would inherit the limit's state
 // from the tests this process has run.
 TEST_CASE("(child) 200 contexts refused by RVGL_MAX_CONTEXTS=1", "[.flood-child]") {
