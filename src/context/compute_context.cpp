@@ -141,7 +141,6 @@ void ComputeContext::close() {
     queues_.for_each([&](uint32_t, Queue &q) { unwatch_queue(q); });
     for (auto &d : draining_)
       engine_->remove(d.id);
-    draining_.clear();
     if (health_timer_) engine_->remove(health_timer_);
     health_timer_ = 0;
   }
@@ -151,6 +150,10 @@ void ComputeContext::close() {
   if (health_) queues_.for_each([&](uint32_t handle, Queue &) { health_->remove(handle); });
   // Before the kernel contexts go, so their frees wait for nothing.
   wait_for_guest_page_users(reaching);
+  // Only now, with nothing of the engine's left on this file: freeing a destroyed queue's kernel
+  // context waits for its queued jobs under the file's context lock (amdgpu_ctx_free()), which
+  // a health look on the engine's thread would wait for too, and every context with it.
+  draining_.clear();
   queues_.clear();
   memory_.reset();  // unmaps everything and revokes every use of the guest's pages
 }

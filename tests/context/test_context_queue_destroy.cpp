@@ -8,6 +8,10 @@
 #include <fcntl.h>
 
 #include <cerrno>
+#include <chrono>
+#include <memory>
+#include <thread>
+#include <vector>
 
 #include "../tools/common/amd_packets.h"
 #include "rvgl_emu.h"
@@ -102,4 +106,62 @@ TEST_CASE(
       return file_contexts(file) == base;
     }));
   }
+}
+
+TEST_CASE("a context destroy that frees a destroyed queue's kernel context stalls no other context",
+          "[context][queue]") {
+  // Freeing the kernel context of a destroyed queue with jobs still queued waits for them while
+  // holding the file's context lock (amdgpu_ctx_free()). The destroy's VMM thread may wait
+  // there; the completion engine must not, or every context's fences wait with it. A look of
+  // the health owner at the destroyed context's other queues (the quiet look a check files after
+  // a trusted completion) would take that lock: they must be gone from it first.
+  ScopedKnob lockup("RVGL_EMU_LOCKUP_TIMEOUT_MS", "30000", "2000");
+  REQUIRE(lockup.ok());
+  auto a = std::make_unique<ContextHarness>(test_config(), true, 1);
+  ContextHarness b(test_config(), true, 2);
+  a->create_shmem();
+  b.create_shmem();
+  const uint64_t va_a = a->capset().va_start, va_b = b.capset().va_start;
+  auto buf_a = a->mapped_bo(64 * 1024);
+  auto buf_b = b.mapped_bo(64 * 1024);
+  REQUIRE(a->va_map(buf_a.bo, 0, 0, va_a, 64 * 1024) == 0);
+  REQUIRE(b.va_map(buf_b.bo, 0, 0, va_b, 64 * 1024) == 0);
+  uint32_t *words = buf_a.ptr<uint32_t>();
+  int32_t r;
+  const uint32_t live = a->queue_create(RVGL_IP_COMPUTE, 2, &r);
+  REQUIRE(r == 0);
+  const uint32_t gated = a->queue_create(RVGL_IP_SDMA, kRing, &r);
+  REQUIRE(r == 0);
+  const uint32_t qb = b.queue_create(RVGL_IP_COMPUTE, 1, &r);
+  REQUIRE(r == 0);
+  // A completion on A's live queue: its check files a quiet look shortly after.
+  std::vector<uint32_t> ib;
+  packets::pm4_write_data(ib, va_a + 52 * 1024, {7});
+  REQUIRE(a->submit(live, {ContextHarness::write_ib(buf_a, va_a, ib, 8192)}, {}, &r) == 1);
+  REQUIRE(a->fence(2, 1) == 0);
+  REQUIRE(a->wait_fence(2, 1));
+  // Jobs held at the gate on another queue of A, which the guest destroys.
+  words[kGate / 4] = 0;
+  GateWatchdog gate(words + kGate / 4, std::chrono::seconds(20));
+  for (uint32_t k = 1; k <= kJobs; ++k) {
+    ib.clear();
+    if (k == 1) packets::sdma_poll_mem_equal(ib, va_a + kGate, 1, 0xffffffffu);
+    packets::sdma_write_linear(ib, va_a + kMarkers + 4 * k, {k});
+    packets::sdma_pad(ib);
+    REQUIRE(a->submit(gated, {ContextHarness::write_ib(buf_a, va_a, ib, kIbs + 256 * k)}, {}, &r) ==
+            k);
+  }
+  REQUIRE(a->queue_destroy(gated) == 0);
+  // The VMM destroys A on a thread of its own; it may wait for the gate.
+  std::thread destroy([&] { a.reset(); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  // B's fence is delivered while A's queued jobs still wait at the gate.
+  ib.clear();
+  packets::pm4_write_data(ib, va_b + 56 * 1024, {9});
+  REQUIRE(b.submit(qb, {ContextHarness::write_ib(buf_b, va_b, ib, 4096)}, {}, &r) == 1);
+  REQUIRE(b.fence(1, 77) == 0);
+  CHECK(b.wait_fence(1, 77, 8000));
+  CHECK(__atomic_load_n(words + kGate / 4, __ATOMIC_ACQUIRE) == 0);
+  gate.open();
+  destroy.join();
 }
