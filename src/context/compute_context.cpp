@@ -173,8 +173,9 @@ int ComputeContext::submit_cmd(std::span<const uint8_t> cmds) {
 
 int ComputeContext::create_fence(uint32_t ring_idx, uint64_t fence_id, bool mergeable) {
   if (ring_idx >= RVGL_RING_COUNT) return -EINVAL;
-  // Each waiting fence is host memory; a virtio VMM's queue bounds them, a vtest client nothing.
-  if (delivery_->waiting() >= kMaxWaitingFences) return -ENOSPC;
+  // Each fence is host memory until the VMM has it; a virtio VMM's queue bounds them, a vtest
+  // client (or a VMM that does not poll) nothing.
+  if (delivery_->held() >= kMaxWaitingFences) return -ENOSPC;
   collect_drained();
   std::shared_ptr<const FenceSource> src;
   uint64_t point = 0;

@@ -262,6 +262,11 @@ uint64_t FenceDelivery::waiting() const {
   return waiting_;
 }
 
+uint64_t FenceDelivery::held() const {
+  std::lock_guard lk(mu_);
+  return waiting_ + ready_.size();
+}
+
 bool FenceDelivery::taken_through(uint32_t ring, uint64_t n) const {
   if (ring >= RVGL_RING_COUNT) return true;
   std::lock_guard lk(mu_);

@@ -59,6 +59,9 @@ class FenceDelivery {
   bool taken_through(uint32_t ring, uint64_t n) const;
   // Fences added and not yet taken off their rings, all rings together.
   uint64_t waiting() const;
+  // Fences the VMM has not been given yet: waiting, or (poll mode) queued for its poll(). What
+  // bounds this delivery's memory, whether or not the VMM polls.
+  uint64_t held() const;
 
   int poll_fd() const { return event_fd_.get(); }
   // The fd the kernel may signal directly when a watched point is reached: the poll fd in poll

@@ -357,6 +357,24 @@ TEST_CASE("waiting fences are bounded per context", "[context][quota]") {
   CHECK(h.fence(3, kMax + 11) == 0);
 }
 
+TEST_CASE("fences queued for a VMM that does not poll count against the same bound",
+          "[context][quota]") {
+  // Poll mode: a fence for work already done (a free ring) waits in the queue for poll().
+  ContextHarness h(test_config(), /*async=*/false);
+  h.create_shmem();
+  constexpr uint64_t kMax = ComputeContext::kMaxWaitingFences;
+  uint64_t accepted = 0;
+  for (uint64_t id = 1; id <= kMax + 10; ++id)
+    accepted += h.fence(20, id) == 0;
+  CHECK(accepted == kMax);
+  CHECK(h.ctx().fences().pending() == kMax);
+  CHECK(h.fence(21, 1) == -ENOSPC);
+  h.ctx().poll();  // the VMM takes them
+  CHECK(h.ctx().fences().pending() == 0);
+  CHECK(h.fences().has(20, kMax));
+  CHECK(h.fence(20, kMax + 11) == 0);
+}
+
 TEST_CASE("submit size and IB count limits", "[context][quota]") {
   Config c = test_config();
   c.limits.max_submit_bytes = 64;
