@@ -40,18 +40,13 @@ int Router::resource_create_blob(const virgl_renderer_resource_create_blob_args 
   }
 
   // A host blob keeps an fd for its life (as the real library's do): never one the VMM needs.
-  // Said once until a blob gets through again, not once per refusal of a guest that loops.
-  static std::atomic<bool> said{false};
-  if (!guest_storage) {
-    if (!descriptor_left_for_us()) {
-      if (!said.exchange(true))
-        log_warn(
-            "blob %u refused (-EMFILE): the file descriptors left to this VMM process "
-            "(RLIMIT_NOFILE) are its reserve",
-            args->res_handle);
-      return -EMFILE;
-    }
-    said.store(false, std::memory_order_relaxed);
+  if (!guest_storage && !descriptor_left_for_us()) {
+    static LogLimit limit;
+    log_warn_limited(limit,
+                     "blob %u refused (-EMFILE): the file descriptors left to this VMM process "
+                     "(RLIMIT_NOFILE) are its reserve",
+                     args->res_handle);
+    return -EMFILE;
   }
 
   BlobArgs ba;
