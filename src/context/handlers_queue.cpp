@@ -1,6 +1,7 @@
 // QUEUE_CREATE, QUEUE_DESTROY, SUBMIT, QUEUE_STATE.
 #include <cerrno>
 #include <cstring>
+#include <new>
 #include <vector>
 
 #include "context/compute_context.h"
@@ -69,17 +70,28 @@ int32_t ComputeContext::cmd_queue_create(const Request &req, Response &rsp) {
   Queue *raw = entry.get();
   const uint32_t handle = queues_.insert(std::move(entry));
   if (!handle) return -ENOSPC;
-  if (raw->kernel) {
-    // The engine watches the queue from now on; the health owner knows it before any work runs.
-    health_->add(handle, raw->kernel);
-    raw->watch = std::make_unique<QueueWatch>(raw->kernel, handle, *delivery_, *health_);
-    if (int err = engine_->add(*raw->kernel->timeline(), raw->watch.get(), &raw->watch_id)) {
-      health_->remove(handle);
-      queues_.remove(handle);
-      return err;
+  // Until the queue is wired up, a failure (out of memory included) takes it back out: the guest
+  // must not keep a handle to a queue the engine and the health owner do not know.
+  auto undo = [&] {
+    if (raw->watch_id) engine_->remove(raw->watch_id);
+    health_->remove(handle);
+    queues_.remove(handle);
+  };
+  try {
+    if (raw->kernel) {
+      // The engine watches the queue from now on; the health owner knows it before any work runs.
+      health_->add(handle, raw->kernel);
+      raw->watch = std::make_unique<QueueWatch>(raw->kernel, handle, *delivery_, *health_);
+      if (int err = engine_->add(*raw->kernel->timeline(), raw->watch.get(), &raw->watch_id)) {
+        undo();
+        return err;
+      }
     }
+    if (raw->user) health_->add_user(handle, raw->user);
+  } catch (const std::bad_alloc &) {
+    undo();
+    return -ENOMEM;
   }
-  if (raw->user) health_->add_user(handle, raw->user);
   rings_[q.ring_idx] = RingUse::kQueue;
   ring_queue_[q.ring_idx] = handle;
   rsp.as<rvgl_rsp_queue_create>().queue = handle;

@@ -1,6 +1,7 @@
 #include "queue/user_queue.h"
 
 #include <cerrno>
+#include <new>
 
 namespace rvgl {
 
@@ -43,7 +44,15 @@ int UserQueue::create(std::shared_ptr<AmdgpuDevice> dev, const rvgl_req_queue_cr
   in.mqd_size = is_sdma ? sizeof(sdma) : sizeof(compute);
   uint32_t id;
   if (int err = dev->userq_create(in, &id)) return err;
-  out->reset(new UserQueue(std::move(dev), req.ip, id, std::move(doorbell), req.doorbell_offset));
+  // The kernel queue has exactly one owner from here: the object, or this free if it cannot be
+  // made (its doorbell stays taken in the kernel otherwise).
+  UserQueue *made =
+      new (std::nothrow) UserQueue(dev, req.ip, id, std::move(doorbell), req.doorbell_offset);
+  if (!made) {
+    dev->userq_free(id);
+    return -ENOMEM;
+  }
+  out->reset(made);
   return 0;
 }
 
