@@ -1,6 +1,9 @@
 #include "global_fences.h"
 
+#include <chrono>
+#include <new>
 #include <system_error>
+#include <thread>
 #include <utility>
 
 #include "log.h"
@@ -158,12 +161,30 @@ void GlobalFences::deliver(std::optional<uint32_t> id) {
 void GlobalFences::ensure_waiter_locked() {
   if (waiter_.joinable() || waiter_failed_ || stopping_) return;
   try {
-    waiter_ = std::thread([this] { waiter_loop(); });
+    waiter_ = std::thread([this] { waiter_main(); });
   } catch (const std::system_error &e) {
     // Thread exhaustion: fences still retire from the VMM's own calls (its poll timer).
     waiter_failed_ = true;
     log_warn("global fences: no waiter thread (%s); delivering from virgl_renderer_poll only",
              e.what());
+  }
+}
+
+void GlobalFences::waiter_main() {
+  // Nothing may leave a thread of ours (std::terminate would end the VMM). Out of memory, the
+  // loop starts again a slice later; anything else ends the waiter, and the VMM's own calls
+  // (check(), from its poll timer) deliver from then on.
+  for (;;) {
+    try {
+      waiter_loop();
+      return;
+    } catch (const std::bad_alloc &) {
+      std::this_thread::sleep_for(std::chrono::nanoseconds(kWaitSliceNs));
+    } catch (...) {
+      std::lock_guard lk(mu_);
+      waiter_failed_ = true;
+      return;
+    }
   }
 }
 

@@ -73,6 +73,8 @@ class GlobalFences {
   std::optional<uint32_t> collect_locked();
   void deliver(std::optional<uint32_t> id);
   void ensure_waiter_locked();
+  // The waiter thread: waiter_loop(), with nothing let out of it.
+  void waiter_main();
   void waiter_loop();
 
   mutable std::mutex mu_;

@@ -1,6 +1,6 @@
 // Resources: blobs of our contexts, and the id bookkeeping shared with the real library.
-#include <atomic>
 #include <cerrno>
+#include <new>
 
 #include "log.h"
 #include "process_limits.h"
@@ -59,10 +59,17 @@ int Router::resource_create_blob(const virgl_renderer_resource_create_blob_args 
   BlobExport exp;
   if (int err = c->create_blob(ba, &exp)) return err;
 
-  std::lock_guard lk(mu_);
-  auto [it, added] = resources_.emplace(
-      args->res_handle, RocmResource(args->ctx_id, args->blob_mem, args->size, std::move(exp)));
-  if (guest_storage) it->second.set_vmm_iov(args->iovecs, static_cast<int>(args->num_iovs));
+  try {
+    std::lock_guard lk(mu_);
+    auto [it, added] = resources_.emplace(
+        args->res_handle, RocmResource(args->ctx_id, args->blob_mem, args->size, std::move(exp)));
+    if (guest_storage) it->second.set_vmm_iov(args->iovecs, static_cast<int>(args->num_iovs));
+  } catch (const std::bad_alloc &) {
+    // The VMM hears of a failure and takes its pages back without an unref: the context lets
+    // go of them now (every use revoked), as an unref would.
+    c->detach_resource(args->res_handle);
+    return -ENOMEM;
+  }
   return 0;
 }
 
