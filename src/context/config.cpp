@@ -32,6 +32,7 @@ Config Config::from_env() {
   read_number("RVGL_MAX_USERPTR_MB", &l.max_userptr_bytes, uint64_t{1} << 20);
   read_number("RVGL_MAX_QUEUES", &l.max_queues);
   read_number("RVGL_MAX_DOORBELL_KB", &l.max_doorbell_bytes, uint64_t{1} << 10);
+  read_number("RVGL_MAX_PROCESS_DOORBELL_KB", &l.max_process_doorbell_bytes, uint64_t{1} << 10);
   read_number("RVGL_MAX_VA_MAPPINGS", &l.max_va_mappings);
   l.max_va_bytes = 0;
   read_number("RVGL_MAX_VA_MB", &l.max_va_bytes, uint64_t{1} << 20);

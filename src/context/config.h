@@ -16,6 +16,9 @@ struct ContextLimits {
   // Doorbell objects come from the device's doorbell aperture, which every process of the host
   // shares: a page per queue is more than user queues need (one page holds 512 doorbells).
   uint64_t max_doorbell_bytes = 62 * 4096;
+  // The same for every context of the VMM process together: the aperture (PCI BAR 2,
+  // amdgpu_doorbell_init()) is a few MiB, and native ROCm processes need their share of it.
+  uint64_t max_process_doorbell_bytes = 1024 * 1024;
   // Kernel GPU VA mappings (a VA_MAP of a scattered userptr blob is one per piece): each is host
   // bookkeeping, a kernel mapping and its page-table entries.
   uint32_t max_va_mappings = 65536;

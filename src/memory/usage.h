@@ -21,9 +21,12 @@ class Usage {
   // kOther: objects whose bytes count nowhere (imports: another owner holds them).
   enum class Pool { kVram, kGtt, kUserptr, kDoorbell, kOther };
 
+  // max_process_doorbell: the doorbell bytes of every account of the process together.
   Usage(uint64_t max_objects, uint64_t max_vram, uint64_t max_gtt, uint64_t max_userptr,
-        uint64_t max_doorbell)
-      : max_objects_(max_objects), max_{max_vram, max_gtt, max_userptr, max_doorbell, UINT64_MAX} {
+        uint64_t max_doorbell, uint64_t max_process_doorbell = UINT64_MAX)
+      : max_objects_(max_objects),
+        max_{max_vram, max_gtt, max_userptr, max_doorbell, UINT64_MAX},
+        max_process_doorbell_(max_process_doorbell) {
     alive_.fetch_add(1, std::memory_order_relaxed);
   }
   ~Usage() { alive_.fetch_sub(1, std::memory_order_relaxed); }
@@ -33,6 +36,10 @@ class Usage {
   // exported memory a VMM resource still holds (the charges keep the account). What
   // RVGL_MAX_CONTEXTS bounds, so host memory stays within contexts x quota.
   static uint64_t alive() { return alive_.load(std::memory_order_relaxed); }
+  // Doorbell bytes charged in this process, all accounts together.
+  static uint64_t process_doorbell_bytes() {
+    return process_doorbell_.load(std::memory_order_relaxed);
+  }
 
   // `objects` kernel objects holding `bytes` in `pool`: 0, or -ENOSPC with nothing charged.
   int charge(Pool pool, uint64_t bytes, uint64_t objects = 1);
@@ -43,8 +50,12 @@ class Usage {
 
  private:
   static inline std::atomic<uint64_t> alive_{0};
+  // The doorbell aperture is the device's, shared with every process of the host: the contexts
+  // of one VMM process must not take all of it between them, whatever each one's quota.
+  static inline std::atomic<uint64_t> process_doorbell_{0};
   const uint64_t max_objects_;
   const uint64_t max_[5];
+  const uint64_t max_process_doorbell_;
   std::atomic<uint64_t> objects_{0};
   std::atomic<uint64_t> bytes_[5]{};
 };

@@ -345,3 +345,36 @@ TEST_CASE("doorbell objects are held to their own byte quota", "[context][userq]
   h.bo_create(2 * 4096, RVGL_DOMAIN_DOORBELL, 0, 0, &r);
   CHECK(r == 0);
 }
+
+TEST_CASE("doorbell objects of all contexts together are held to the process's quota",
+          "[context][userq]") {
+  // Each context within its own quota, all of them past the process's: refused. Found by an
+  // audit (128 contexts x 248 KiB is more than a device's doorbell aperture).
+  Config c = test_config();
+  c.limits.max_doorbell_bytes = 3 * 4096;
+  c.limits.max_process_doorbell_bytes = 4 * 4096;
+  ContextHarness a(c, false, 1);
+  ContextHarness b(c, false, 2);
+  a.create_shmem();
+  b.create_shmem();
+  if (!(a.capset().features & RVGL_FEATURE_USER_QUEUES)) return;
+  const uint64_t before = Usage::process_doorbell_bytes();
+  REQUIRE(before == 0);  // no other context of the test program holds one now
+  int32_t r = 0;
+  const uint32_t in_a = a.bo_create(2 * 4096, RVGL_DOMAIN_DOORBELL, 0, 0, &r);
+  REQUIRE(r == 0);
+  const uint32_t in_b = b.bo_create(2 * 4096, RVGL_DOMAIN_DOORBELL, 0, 0, &r);
+  REQUIRE(r == 0);
+  CHECK(Usage::process_doorbell_bytes() == 4 * 4096);
+  a.bo_create(4096, RVGL_DOMAIN_DOORBELL, 0, 0, &r);  // a's own quota has room
+  CHECK(r == -ENOSPC);
+  CHECK(Usage::process_doorbell_bytes() == 4 * 4096);
+  REQUIRE(b.bo_free(in_b) == 0);  // b's bytes come back to every context
+  CHECK(Usage::process_doorbell_bytes() == 2 * 4096);
+  const uint32_t more = a.bo_create(4096, RVGL_DOMAIN_DOORBELL, 0, 0, &r);
+  CHECK(r == 0);
+  CHECK(Usage::process_doorbell_bytes() == 3 * 4096);
+  REQUIRE(a.bo_free(more) == 0);
+  REQUIRE(a.bo_free(in_a) == 0);
+  CHECK(Usage::process_doorbell_bytes() == 0);
+}
