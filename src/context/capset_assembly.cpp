@@ -65,12 +65,17 @@ DeviceFacts assemble_capset(const AmdgpuFacts &d, const Config &cfg, uint64_t fe
   if (d.has_compute) c.kernel_queue_ip_mask |= 1u << RVGL_IP_COMPUTE;
   if (d.has_dma) c.kernel_queue_ip_mask |= 1u << RVGL_IP_SDMA;
   f.userq_ip_mask = d.info.userq_ip_mask;
-  if (d.has_compute_userq) {
+  // QUEUE_CREATE(USER) needs the wptr object, at most RVGL_USERQ_WPTR_OBJECT_MAX bytes, mapped
+  // whole; a kernel whose pages are larger (virtual_address_alignment is its PAGE_SIZE: 64 KiB on
+  // some arm64 and ppc64 builds) maps nothing that small, so no user queue could be made there.
+  const bool userq_mappable = c.va_alignment <= RVGL_USERQ_WPTR_OBJECT_MAX;
+  if (!userq_mappable) f.userq_ip_mask = 0;
+  if (d.has_compute_userq && userq_mappable) {
     c.user_queue_ip_mask |= 1u << RVGL_IP_COMPUTE;
     c.userq_eop_size = d.compute_userq.compute.eop_size;
     c.userq_eop_alignment = d.compute_userq.compute.eop_alignment;
   }
-  if (d.has_sdma_userq) {
+  if (d.has_sdma_userq && userq_mappable) {
     c.user_queue_ip_mask |= 1u << RVGL_IP_SDMA;
     c.userq_sdma_csa_size = d.sdma_userq.sdma.csa_size;
     c.userq_sdma_csa_alignment = d.sdma_userq.sdma.csa_alignment;
