@@ -22,6 +22,12 @@ void emit(const char *line) {
   std::fprintf(stderr, "rocm-virgl: %s\n", line);
 }
 
+void vemit(const char *fmt, va_list ap) {
+  char line[512];
+  vformat(line, fmt, ap);
+  emit(line);
+}
+
 bool debug_from_env() {
   const char *v = std::getenv("RVGL_DEBUG");
   return v && *v && std::strcmp(v, "0") != 0;
@@ -50,12 +56,10 @@ void refresh_debug_from_env() {
 }
 
 void log_warn(const char *fmt, ...) {
-  char line[512];
   va_list ap;
   va_start(ap, fmt);
-  vformat(line, fmt, ap);
+  vemit(fmt, ap);
   va_end(ap);
-  emit(line);
 }
 
 void log_warn_limited(LogLimit &limit, const char *fmt, ...) {
@@ -67,22 +71,18 @@ void log_warn_limited(LogLimit &limit, const char *fmt, ...) {
                   left_out, static_cast<unsigned>(LogLimit::kIntervalNs / 1'000'000'000));
     emit(said);
   }
-  char line[512];
   va_list ap;
   va_start(ap, fmt);
-  vformat(line, fmt, ap);
+  vemit(fmt, ap);
   va_end(ap);
-  emit(line);
 }
 
 void log_debug(const char *fmt, ...) {
   if (!debug_enabled()) return;
-  char line[512];
   va_list ap;
   va_start(ap, fmt);
-  vformat(line, fmt, ap);
+  vemit(fmt, ap);
   va_end(ap);
-  emit(line);
 }
 
 void set_vmm_log_callback(rvgl_virgl_log_callback cb, void *user_data,
