@@ -23,8 +23,12 @@ inline int same_open_file(int a, int b) {
 }
 
 // Whether any other fd of this process names the open file `fd` names (a dup someone kept):
-// 1 yes, 0 no, -errno when that cannot be told (no /proc/self/fd, kcmp refused). Reads
-// /proc/self/fd: one kcmp per open fd of the process.
+// 1 yes, 0 no, -errno when that cannot be told (kcmp refused; no /proc/self/fd and a soft
+// RLIMIT_NOFILE above kMaxNumbersAsked). Reads /proc/self/fd: one kcmp per open fd; without it,
+// one per fd number below the soft limit (open_file_named_below).
 int open_file_named_elsewhere(int fd);
+constexpr unsigned kMaxNumbersAsked = 65536;
+// The same over the fd numbers [0, limit) only.
+int open_file_named_below(int fd, int limit);
 
 }  // namespace rvgl

@@ -35,3 +35,15 @@ TEST_CASE("open_file_named_elsewhere: a dup at a number past the others is found
   CHECK(high.get() >= 900);
   CHECK(open_file_named_elsewhere(a.get()) == 1);
 }
+
+TEST_CASE("open_file_named_below: the fd numbers asked one by one, as without /proc", "[util]") {
+  UniqueFd a(::open("/dev/null", O_RDWR | O_CLOEXEC));
+  REQUIRE(a);
+  UniqueFd other_open(::open("/dev/null", O_RDWR | O_CLOEXEC));
+  REQUIRE(other_open);
+  CHECK(rvgl::open_file_named_below(a.get(), 1024) == 0);
+  UniqueFd high(fcntl(a.get(), F_DUPFD_CLOEXEC, 700));
+  REQUIRE(high);
+  CHECK(rvgl::open_file_named_below(a.get(), 1024) == 1);
+  CHECK(rvgl::open_file_named_below(a.get(), high.get()) == 0);  // the dup lies above the range
+}
