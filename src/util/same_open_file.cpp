@@ -8,13 +8,22 @@
 
 namespace rvgl {
 
+namespace {
+
+// same_open_file(), where no fd of number n (never opened, or closed by another thread since it
+// was listed) names nothing.
+int names_it(pid_t self, int fd, int n) {
+  const int same = same_open_file(self, fd, n);
+  return same == -EBADF ? 0 : same;
+}
+
+}  // namespace
+
 int open_file_named_below(int fd, int limit) {
   const pid_t self = getpid();
   for (int n = 0; n < limit; ++n) {
     if (n == fd) continue;
-    const int same = same_open_file(self, fd, n);
-    if (same == 0 || same == -EBADF) continue;  // EBADF: no fd of that number
-    return same;
+    if (const int same = names_it(self, fd, n)) return same;
   }
   return 0;
 }
@@ -44,11 +53,8 @@ int open_file_named_elsewhere(int fd) {
     char *end = nullptr;
     const long n = std::strtol(e->d_name, &end, 10);
     if (end == e->d_name || *end != 0 || n < 0 || n > INT_MAX || n == fd || n == own) continue;
-    const int same = same_open_file(self, fd, static_cast<int>(n));
-    // EBADF: closed by another thread since the directory was read; it names nothing now.
-    if (same == 0 || same == -EBADF) continue;
-    result = same;
-    break;
+    result = names_it(self, fd, static_cast<int>(n));
+    if (result != 0) break;
   }
   closedir(dir);
   return result;
