@@ -203,15 +203,8 @@ TEST_CASE("malformed blobs are refused", "[context][malformed]") {
   ContextHarness h;
   auto blob = [&](uint32_t mem, uint32_t flags, uint64_t id, uint64_t size,
                   std::span<const iovec> iov = {}) {
-    BlobArgs a;
-    a.res_id = h.next_res_id();
-    a.blob_mem = mem;
-    a.blob_flags = flags;
-    a.blob_id = id;
-    a.size = size;
-    a.iov = iov;
     BlobExport e;
-    return h.ctx().create_blob(a, &e);
+    return h.create_blob(h.next_res_id(), mem, flags, id, size, &e, iov);
   };
   // Shared page: wrong flags or size.
   CHECK(blob(RVGL_BLOB_MEM_HOST3D, RVGL_BLOB_FLAG_USE_SHAREABLE, 0, RVGL_SHMEM_SIZE) == -EINVAL);

@@ -108,27 +108,23 @@ TEST_CASE("a claimed blob stays charged while the VMM's resource holds it, detac
     const uint64_t blob_id = 1000 + static_cast<uint64_t>(round);
     const uint32_t bo = h.bo_create(kSize, RVGL_DOMAIN_GTT, 0, blob_id, &r);
     REQUIRE(r == 0);
-    BlobArgs a;
-    a.res_id = h.next_res_id();
-    a.blob_mem = RVGL_BLOB_MEM_HOST3D;
-    a.blob_flags = RVGL_BLOB_FLAG_USE_SHAREABLE;
-    a.blob_id = blob_id;
-    a.size = kSize;
+    const uint32_t res = h.next_res_id();
     BlobExport vmm;  // what the VMM's resource keeps until it unrefs the resource
-    REQUIRE(h.ctx().create_blob(a, &vmm) == 0);
+    REQUIRE(h.create_blob(res, RVGL_BLOB_MEM_HOST3D, RVGL_BLOB_FLAG_USE_SHAREABLE, blob_id, kSize,
+                          &vmm) == 0);
     // The guest lets go of every name it has for the memory; the VMM's dma-buf still holds it.
     REQUIRE(h.bo_free(bo) == 0);
-    h.ctx().detach_resource(a.res_id);
+    h.ctx().detach_resource(res);
     CHECK(h.ctx().stats().usage.gtt_bytes == kSize);
     CHECK(h.ctx().stats().usage.objects == 1);
     h.bo_create(4096, RVGL_DOMAIN_GTT, 0, 0, &r);
     CHECK(r == -ENOSPC);
     // Attached again (an import of the VMM's fd): one more kernel handle, no more bytes.
-    REQUIRE(h.ctx().attach_foreign(a.res_id, UniqueFd(fcntl(vmm.fd.get(), F_DUPFD_CLOEXEC, 0)),
-                                   kSize) == 0);
+    REQUIRE(h.ctx().attach_foreign(res, UniqueFd(fcntl(vmm.fd.get(), F_DUPFD_CLOEXEC, 0)), kSize) ==
+            0);
     CHECK(h.ctx().stats().usage.gtt_bytes == kSize);
     CHECK(h.ctx().stats().usage.objects == 2);
-    h.ctx().detach_resource(a.res_id);
+    h.ctx().detach_resource(res);
     // The VMM unrefs the resource: the memory is gone, and so is its charge.
     vmm = BlobExport();
     CHECK(h.ctx().stats().usage.gtt_bytes == 0);

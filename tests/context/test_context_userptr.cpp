@@ -14,6 +14,7 @@
 #include "../tools/common/amd_packets.h"
 #include "rvgl_emu.h"
 #include "support/context_harness.h"
+#include "support/guest_ram.h"
 #include "util/mapping.h"
 #include "util/unique_fd.h"
 
@@ -57,19 +58,6 @@ std::vector<iovec> every_other_page_shuffled(const GuestRam &ram, size_t pages, 
   return iov;
 }
 
-uint32_t create_userptr(ContextHarness &h, std::span<const iovec> iov, bool ro, int *err) {
-  BlobArgs a;
-  a.res_id = h.next_res_id();
-  a.blob_mem = RVGL_BLOB_MEM_GUEST;
-  a.blob_flags = RVGL_BLOB_FLAG_USERPTR | (ro ? RVGL_BLOB_FLAG_USERPTR_RDONLY : 0u);
-  for (const auto &v : iov)
-    a.size += v.iov_len;
-  a.iov = iov;
-  BlobExport e;
-  *err = h.ctx().create_blob(a, &e);
-  return a.res_id;
-}
-
 // SDMA-copies `bytes` from src_va into a fresh GTT buffer and returns its contents.
 std::vector<uint8_t> gpu_read(ContextHarness &h, uint32_t sdma, uint64_t src_va, uint64_t bytes,
                               uint64_t scratch_va, uint64_t fence_id) {
@@ -102,7 +90,7 @@ CountedImport import_counted(ContextHarness &h, const std::vector<iovec> &iov) {
   c.before = emu_counters();
   const uint64_t ioctls_before = rvgl_emu_thread_ioctls();
   int err;
-  c.res = create_userptr(h, iov, false, &err);
+  c.res = userptr_blob(h, iov, &err);
   c.ioctls = rvgl_emu_thread_ioctls() - ioctls_before;
   REQUIRE(err == 0);
   c.after = emu_counters();
@@ -134,7 +122,7 @@ size_t gpu_mismatched_pages(ContextHarness &h, uint32_t res, const std::vector<i
 uint32_t sixteen_pages(ContextHarness &h, GuestRam &ram) {
   int err;
   const iovec iov{ram.page(8), 16 * kPage};
-  const uint32_t res = create_userptr(h, {&iov, 1}, false, &err);
+  const uint32_t res = userptr_blob(h, {&iov, 1}, &err);
   REQUIRE(err == 0);
   return res;
 }
@@ -216,7 +204,7 @@ TEST_CASE("userptr: 4096 scattered pages of a memfd need at most 2 host objects"
 
   const auto before = emu_counters();
   int err;
-  const uint32_t res = create_userptr(h, iov, false, &err);
+  const uint32_t res = userptr_blob(h, iov, &err);
   REQUIRE(err == 0);
   const auto after = emu_counters();
   CHECK(after.bos_created - before.bos_created == h.ctx().stats().last_userptr_objects);
@@ -238,7 +226,7 @@ TEST_CASE("userptr: read-only pages refuse writable mappings and fault GPU write
   std::memset(ram.page(0), 0x11, 4 * kPage);
   int err;
   const iovec iov{ram.page(0), 4 * kPage};
-  const uint32_t res = create_userptr(h, {&iov, 1}, true, &err);
+  const uint32_t res = userptr_blob(h, {&iov, 1}, &err, true);
   REQUIRE(err == 0);
   const uint64_t va = h.capset().va_start;
   CHECK(h.va_map(0, res, 0, va, 4 * kPage, RVGL_VA_FLAG_READ | RVGL_VA_FLAG_WRITE) == -EACCES);
@@ -321,12 +309,12 @@ TEST_CASE("userptr: pages the VMM mapped read-only never become writable to the 
   const auto before = emu_counters();
   const uint64_t objects = h.ctx().stats().usage.objects;
   int err;
-  create_userptr(h, iov, false, &err);
+  userptr_blob(h, iov, &err);
   CHECK(err == -EFAULT);
   CHECK(emu_counters().udmabufs_created == before.udmabufs_created);
   CHECK(h.ctx().stats().usage.objects == objects);
   // Read-only, the same pages are imported through the file.
-  create_userptr(h, iov, true, &err);
+  userptr_blob(h, iov, &err, true);
   CHECK(err == 0);
   CHECK(h.ctx().stats().last_userptr_strategy != UserptrStrategy::kStitched);
 }
@@ -376,7 +364,7 @@ TEST_CASE("userptr: udmabufs beyond the object allowance are never made", "[cont
     iov.push_back({ram.page(2 * (kPages - 1 - i)), kPage});
   const auto before = emu_counters();
   int err;
-  create_userptr(h, iov, false, &err);
+  userptr_blob(h, iov, &err);
   REQUIRE(err == 0);
   const auto after = emu_counters();
   CHECK(h.ctx().stats().last_userptr_strategy == UserptrStrategy::kAlias);

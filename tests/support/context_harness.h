@@ -12,6 +12,7 @@
 #include <cstring>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <stdexcept>
 #include <thread>
 #include <vector>
@@ -104,17 +105,27 @@ class ContextHarness {
   // The same, with the context's errno returned rather than thrown (only the test's own mapping
   // of the page throws).
   int try_create_shmem(uint32_t *res_id) {
-    BlobArgs a;
-    a.res_id = next_res_id();
-    a.blob_mem = RVGL_BLOB_MEM_HOST3D;
-    a.blob_flags = RVGL_BLOB_FLAG_USE_MAPPABLE;
-    a.size = RVGL_SHMEM_SIZE;
+    const uint32_t res = next_res_id();
     BlobExport e;
-    if (int err = ctx_->create_blob(a, &e)) return err;
+    if (int err = create_blob(res, RVGL_BLOB_MEM_HOST3D, RVGL_BLOB_FLAG_USE_MAPPABLE, 0,
+                              RVGL_SHMEM_SIZE, &e))
+      return err;
     shmem_ = Mapping::map_shared(e.fd.get(), RVGL_SHMEM_SIZE, PROT_READ | PROT_WRITE);
     if (!shmem_.valid()) throw std::runtime_error("shmem map");
-    *res_id = a.res_id;
+    *res_id = res;
     return 0;
+  }
+  // The VMM's resource_create_blob of res_id: the context's errno; *out is what the VMM keeps.
+  int create_blob(uint32_t res_id, uint32_t blob_mem, uint32_t flags, uint64_t blob_id,
+                  uint64_t size, BlobExport *out, std::span<const iovec> iov = {}) {
+    BlobArgs a;
+    a.res_id = res_id;
+    a.blob_mem = blob_mem;
+    a.blob_flags = flags;
+    a.blob_id = blob_id;
+    a.size = size;
+    a.iov = iov;
+    return ctx_->create_blob(a, out);
   }
   uint8_t *shmem() const { return shmem_.as<uint8_t>(); }
   const rvgl_shmem_header &shmem_header() const { return *shmem_.as<rvgl_shmem_header>(); }
@@ -226,14 +237,10 @@ class ContextHarness {
     int32_t r;
     b.bo = bo_create(size, domain, flags, blob_id, &r);
     if (r) throw std::runtime_error("bo_create " + std::to_string(r));
-    BlobArgs a;
-    a.res_id = b.res_id = next_res_id();
-    a.blob_mem = RVGL_BLOB_MEM_HOST3D;
-    a.blob_flags = RVGL_BLOB_FLAG_USE_MAPPABLE;
-    a.blob_id = blob_id;
-    a.size = size;
+    b.res_id = next_res_id();
     BlobExport e;
-    if (int err = ctx_->create_blob(a, &e))
+    if (int err = create_blob(b.res_id, RVGL_BLOB_MEM_HOST3D, RVGL_BLOB_FLAG_USE_MAPPABLE, blob_id,
+                              size, &e))
       throw std::runtime_error("claim " + std::to_string(err));
     b.map = Mapping::map_shared(e.fd.get(), size, PROT_READ | PROT_WRITE);
     if (!b.map.valid()) throw std::runtime_error("map blob");
