@@ -67,6 +67,9 @@ int rvgl_emu_get_counters(struct rvgl_emu_counters *out, size_t size);
 /* Emulated ioctls made by the calling thread so far: an exact count for a test while other
  * threads (a completion engine) make their own. */
 uint64_t rvgl_emu_thread_ioctls(void);
+/* Non-zero while the calling thread is inside an emulated kernel call (an interposed entry point
+ * on the emulator's path): a test failing its own allocations leaves the kernel's alone. */
+int rvgl_emu_thread_in_kernel(void);
 /* Returns 0, or -EBADF when fd is not an emulated device fd. */
 int rvgl_emu_get_file_counters(int fd, struct rvgl_emu_file_counters *out, size_t size);
 /* Sets a knob by its environment name (RVGL_EMU_FAIL, RVGL_EMU_JOB_LATENCY_US, ...). Returns 0,

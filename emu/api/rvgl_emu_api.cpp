@@ -22,6 +22,7 @@
 #include "exec/worker_thread.h"
 #include "interpose/real_libc.h"
 #include "ioctl/dispatch.h"
+#include "util/kernel_call.h"
 
 using namespace rvgl::emu;
 
@@ -166,6 +167,10 @@ int rvgl_emu_get_counters(rvgl_emu_counters *out, size_t size) {
 
 uint64_t rvgl_emu_thread_ioctls(void) {
   return thread_ioctls();
+}
+
+int rvgl_emu_thread_in_kernel(void) {
+  return rvgl::emu::t_kernel_call_depth;
 }
 
 int rvgl_emu_get_file_counters(int fd, rvgl_emu_file_counters *out, size_t size) {

@@ -13,6 +13,7 @@
 #include "interpose/real_libc.h"
 #include "ioctl/dispatch.h"
 #include "memory/mmap_registry.h"
+#include "util/kernel_call.h"
 #include "util/user_memory.h"
 
 namespace rvgl::emu::ops {
@@ -29,6 +30,7 @@ void release_keeping_errno(std::shared_ptr<OpenFile> &f) {
 }  // namespace
 
 int close_fd(int fd) {
+  KernelCall kernel_call;
   std::shared_ptr<OpenFile> f;
   if (Emulator *e = Emulator::peek()) {
     std::lock_guard lk(e->mutex());
@@ -40,6 +42,7 @@ int close_fd(int fd) {
 }
 
 int close_fd_range(unsigned first, unsigned last, int flags) {
+  KernelCall kernel_call;
   std::vector<std::shared_ptr<OpenFile>> gone;
   if (!(flags & CLOSE_RANGE_CLOEXEC))
     if (Emulator *e = Emulator::peek()) {
@@ -61,6 +64,7 @@ int close_fd_range(unsigned first, unsigned last, int flags) {
 }
 
 void before_replace(int to) {
+  KernelCall kernel_call;
   if (Emulator *e = Emulator::peek()) {
     std::lock_guard lk(e->mutex());
     e->fds().forget_eventfd(to);
@@ -68,6 +72,7 @@ void before_replace(int to) {
 }
 
 void retrack_fd(int from, int to) {
+  KernelCall kernel_call;
   Emulator *e = Emulator::peek();
   if (!e || to < 0 || from == to) return;
   std::shared_ptr<OpenFile> previous;
@@ -80,6 +85,7 @@ void retrack_fd(int from, int to) {
 }
 
 int ioctl_fd(int fd, unsigned long request, void *arg, const void *caller_frame) {
+  KernelCall kernel_call;
   std::shared_ptr<OpenFile> f;
   if (Emulator *e = Emulator::peek()) f = e->fds().get(fd);
   if (!f) return real::ioctl(fd, request, arg);
@@ -95,6 +101,7 @@ int ioctl_fd(int fd, unsigned long request, void *arg, const void *caller_frame)
 }
 
 void *mmap_fd(void *addr, size_t len, int prot, int flags, int fd, off_t off) {
+  KernelCall kernel_call;
   Emulator *e = Emulator::peek();
   if (!e) return real::mmap(addr, len, prot, flags, fd, off);
   std::shared_ptr<Backing> backing;

@@ -19,6 +19,7 @@
 #include "fs/sysfs_attributes.h"
 #include "interpose/emulated_paths.h"
 #include "interpose/real_libc.h"
+#include "util/kernel_call.h"
 
 namespace rvgl::emu::ops {
 
@@ -155,6 +156,7 @@ void trace_refused(const char *what, const std::string &where) {
 }  // namespace
 
 int open_for_write(int dirfd, const char *path, int flags, mode_t mode) {
+  KernelCall kernel_call;
   std::string abs;
   if (!resolve_at(dirfd, path, abs) && !absolute(dirfd, path, abs))
     return real::openat(dirfd, path, flags, mode);
@@ -197,6 +199,7 @@ int open_for_write(int dirfd, const char *path, int flags, mode_t mode) {
 }
 
 FILE *fopen_for_write(const char *path, const char *mode) {
+  KernelCall kernel_call;
   int flags = O_CLOEXEC * (strchr(mode, 'e') != nullptr);
   if (strchr(mode, '+'))
     flags |= O_RDWR;
@@ -218,6 +221,7 @@ FILE *fopen_for_write(const char *path, const char *mode) {
 }
 
 int guard_change(int dirfd, const char *path, bool follow) {
+  KernelCall kernel_call;
   std::string abs;
   if (!resolve_at(dirfd, path, abs) && !absolute(dirfd, path, abs)) return 0;
   const std::string canon = canonical(abs, follow);
@@ -229,6 +233,7 @@ int guard_change(int dirfd, const char *path, bool follow) {
 }
 
 ssize_t getxattr_path(const char *path, const char *name, void *value, size_t size, bool follow) {
+  KernelCall kernel_call;
   std::string real_path;
   if (!rewrite_path(path, real_path))
     return follow ? real::getxattr(path, name, value, size)
@@ -238,6 +243,7 @@ ssize_t getxattr_path(const char *path, const char *name, void *value, size_t si
 }
 
 ssize_t listxattr_path(const char *path, char *list, size_t size, bool follow) {
+  KernelCall kernel_call;
   std::string real_path;
   if (!rewrite_path(path, real_path))
     return follow ? real::listxattr(path, list, size) : real::llistxattr(path, list, size);
@@ -246,6 +252,7 @@ ssize_t listxattr_path(const char *path, char *list, size_t size, bool follow) {
 }
 
 int open_path(const char *path, int flags, mode_t mode) {
+  KernelCall kernel_call;
   if (has_write_intent(flags)) return open_for_write(AT_FDCWD, path, flags, mode);
   apply_sysfs_writes();
   std::string real_path;
@@ -259,6 +266,7 @@ int open_path(const char *path, int flags, mode_t mode) {
 }
 
 int openat_path(int dirfd, const char *path, int flags, mode_t mode) {
+  KernelCall kernel_call;
   if (has_write_intent(flags)) return open_for_write(dirfd, path, flags, mode);
   if (path && path[0] == '/') return open_path(path, flags, mode);
   std::string pub;
@@ -267,6 +275,7 @@ int openat_path(int dirfd, const char *path, int flags, mode_t mode) {
 }
 
 int stat_path(const char *path, struct stat *st, bool follow) {
+  KernelCall kernel_call;
   std::string real_path;
   if (!rewrite_path(path, real_path)) return follow ? real::stat(path, st) : real::lstat(path, st);
   const int r = follow ? real::stat(real_path.c_str(), st) : real::lstat(real_path.c_str(), st);
@@ -276,6 +285,7 @@ int stat_path(const char *path, struct stat *st, bool follow) {
 }
 
 int fstat_fd(int fd, struct stat *st) {
+  KernelCall kernel_call;
   const int r = real::fstat(fd, st);
   if (r == 0)
     if (NodeRef node = node_of_fd(fd)) fake_node_stat(node, *st);
@@ -283,6 +293,7 @@ int fstat_fd(int fd, struct stat *st) {
 }
 
 int fstatat_path(int dirfd, const char *path, struct stat *st, int flags) {
+  KernelCall kernel_call;
   if (path && path[0] == '/') return stat_path(path, st, !(flags & AT_SYMLINK_NOFOLLOW));
   std::string pub;
   if (resolve_at(dirfd, path, pub))
@@ -297,6 +308,7 @@ int fstatat_path(int dirfd, const char *path, struct stat *st, int flags) {
 }
 
 int statx_path(int dirfd, const char *path, int flags, unsigned mask, struct statx *stx) {
+  KernelCall kernel_call;
   NodeRef node;
   int r;
   std::string real_path;
@@ -314,6 +326,7 @@ int statx_path(int dirfd, const char *path, int flags, unsigned mask, struct sta
 }
 
 ssize_t readlink_path(const char *path, char *buf, size_t size) {
+  KernelCall kernel_call;
   const ssize_t own = readlink_own_fd(path, buf, size);
   if (own >= 0) return own;
   std::string real_path;
@@ -322,6 +335,7 @@ ssize_t readlink_path(const char *path, char *buf, size_t size) {
 }
 
 ssize_t readlinkat_path(int dirfd, const char *path, char *buf, size_t size) {
+  KernelCall kernel_call;
   if (path && path[0] == '/') return readlink_path(path, buf, size);
   std::string pub;
   if (resolve_at(dirfd, path, pub)) return readlink_path(pub.c_str(), buf, size);
@@ -329,6 +343,7 @@ ssize_t readlinkat_path(int dirfd, const char *path, char *buf, size_t size) {
 }
 
 char *realpath_path(const char *path, char *resolved) {
+  KernelCall kernel_call;
   std::string real_path;
   if (!rewrite_path(path, real_path)) return real::realpath(path, resolved);
   char buf[PATH_MAX];
@@ -350,12 +365,14 @@ char *realpath_path(const char *path, char *resolved) {
 }
 
 int access_path(const char *path, int mode) {
+  KernelCall kernel_call;
   std::string real_path;
   if (!rewrite_path(path, real_path)) return real::access(path, mode);
   return real::access(real_path.c_str(), mode);
 }
 
 int faccessat_path(int dirfd, const char *path, int mode, int flags) {
+  KernelCall kernel_call;
   std::string pub;
   if (resolve_at(dirfd, path, pub)) path = pub.c_str();
   std::string real_path;
@@ -365,6 +382,7 @@ int faccessat_path(int dirfd, const char *path, int mode, int flags) {
 }
 
 FILE *fopen_path(const char *path, const char *mode) {
+  KernelCall kernel_call;
   if (fopen_writes(mode)) return fopen_for_write(path, mode);
   apply_sysfs_writes();
   std::string real_path;
@@ -373,6 +391,7 @@ FILE *fopen_path(const char *path, const char *mode) {
 }
 
 DIR *opendir_path(const char *path) {
+  KernelCall kernel_call;
   apply_sysfs_writes();
   std::string real_path;
   if (!rewrite_path(path, real_path)) return real::opendir(path);
@@ -394,6 +413,7 @@ DIR *opendir_path(const char *path) {
 }
 
 void forget_dir(DIR *dir) {
+  KernelCall kernel_call;
   std::lock_guard lk(g_dirs_mu);
   auto it = std::find(g_dri_dirs.begin(), g_dri_dirs.end(), dir);
   if (it == g_dri_dirs.end()) return;
@@ -402,6 +422,7 @@ void forget_dir(DIR *dir) {
 }
 
 void fix_dirent_type(DIR *dir, const char *name, unsigned char *d_type) {
+  KernelCall kernel_call;
   if (node_entry_name(name) && is_dri_dir(dir)) *d_type = DT_CHR;
 }
 
