@@ -17,28 +17,6 @@
 
 namespace rvgl::test::sweep {
 
-namespace {
-
-// Every fence of a run retires within this, error or not. The engine's slowest own path is its
-// 250 ms safety net; a queue the kernel never reports on is lost after about a second.
-constexpr int kFenceDeadlineMs = 5000;
-
-// Clean runs that learn what the workload calls. The guest's own calls (this thread's: the
-// workload runs here, as a VMM's thread serves its guest) come in program order; the completion
-// engine's (health checks, registrations, its wait loop), the SPM worker's and poll mode's own
-// looks depend on when jobs end, so some names are called a varying number of times, and a count
-// every clean run of one process happened to reach can be missed by later runs (the engine's
-// SYNCOBJ_TIMELINE_WAIT 6 times in each of 20 clean runs, then never a 6th in 40 runs on a loaded
-// machine).
-constexpr int kCleanRuns = 20;
-// A position only some clean runs reached is tried up to this many times until its call is made.
-constexpr int kTimingTries = 10;
-// A position the guest's own calls reached in every clean run (CallRange::fixed) is reached by a
-// run that fails it, which is the same run until that call, whichever thread makes it; a poll-mode
-// guest's thread also delivers fences, whose calls vary a little with timing: one that does not
-// come is asked for again. A run costs about a millisecond.
-constexpr int kFixedTries = 40;
-
 std::string joined(const std::vector<std::string> &v) {
   std::string s;
   for (const auto &x : v)
@@ -56,12 +34,6 @@ std::set<int> open_fds() {
   closedir(d);
   return fds;
 }
-
-// What a run leaves behind once its context is gone.
-struct Baseline {
-  rvgl_emu_counters kernel = emu_counters();
-  std::set<int> fds = open_fds();
-};
 
 // How two readings of the kernel objects of ours that the emulator counts differ ("" when they
 // do not). `device_files`: open device files too (the first run may keep the process's own).
@@ -103,6 +75,13 @@ bool only_fewer_fds(const Baseline &base) {
          kernel_differences(emu_counters(), base.kernel, true).empty();
 }
 
+bool settled_since(const rvgl_emu_counters &before_runs) {
+  return wait_for([&] {
+    return kernel_differences(emu_counters(), before_runs, false).empty() &&
+           CompletionEngine::threads_running() == 0;
+  });
+}
+
 bool back_to(const Baseline &base) {
   // A job the kernel still runs holds its context until it finishes; the completion engine's
   // thread goes with the last context.
@@ -110,6 +89,28 @@ bool back_to(const Baseline &base) {
   UNSCOPED_INFO("left behind: " << left_behind(base));
   return false;
 }
+
+namespace {
+
+// Every fence of a run retires within this, error or not. The engine's slowest own path is its
+// 250 ms safety net; a queue the kernel never reports on is lost after about a second.
+constexpr int kFenceDeadlineMs = 5000;
+
+// Clean runs that learn what the workload calls. The guest's own calls (this thread's: the
+// workload runs here, as a VMM's thread serves its guest) come in program order; the completion
+// engine's (health checks, registrations, its wait loop), the SPM worker's and poll mode's own
+// looks depend on when jobs end, so some names are called a varying number of times, and a count
+// every clean run of one process happened to reach can be missed by later runs (the engine's
+// SYNCOBJ_TIMELINE_WAIT 6 times in each of 20 clean runs, then never a 6th in 40 runs on a loaded
+// machine).
+constexpr int kCleanRuns = 20;
+// A position only some clean runs reached is tried up to this many times until its call is made.
+constexpr int kTimingTries = 10;
+// A position the guest's own calls reached in every clean run (CallRange::fixed) is reached by a
+// run that fails it, which is the same run until that call, whichever thread makes it; a poll-mode
+// guest's thread also delivers fences, whose calls vary a little with timing: one that does not
+// come is asked for again. A run costs about a millisecond.
+constexpr int kFixedTries = 40;
 
 struct CallRange {
   uint64_t min, max;  // every thread's calls, over the clean runs
@@ -270,14 +271,11 @@ std::optional<ContextHarness::HostBuffer> SweepGuest::mapped_bo(ContextHarness &
   int32_t r;
   b.bo = h.bo_create(size, domain, 0, blob_id, &r);
   if (failed("BO_CREATE", r)) return std::nullopt;
-  BlobArgs a;
-  a.res_id = b.res_id = h.next_res_id();
-  a.blob_mem = RVGL_BLOB_MEM_HOST3D;
-  a.blob_flags = RVGL_BLOB_FLAG_USE_MAPPABLE;
-  a.blob_id = blob_id;
-  a.size = size;
+  b.res_id = h.next_res_id();
   BlobExport e;
-  if (failed("BO claim create_blob", h.ctx().create_blob(a, &e))) return std::nullopt;
+  if (failed("BO claim create_blob", h.create_blob(b.res_id, RVGL_BLOB_MEM_HOST3D,
+                                                   RVGL_BLOB_FLAG_USE_MAPPABLE, blob_id, size, &e)))
+    return std::nullopt;
   b.map = Mapping::map_shared(e.fd.get(), size, PROT_READ | PROT_WRITE);
   if (!b.map.valid()) throw std::runtime_error("test: map the claimed blob's fd");
   b.size = size;
@@ -317,10 +315,7 @@ void sweep(const Workload &workload, const MustCall &must_call, bool async,
     // be as before the run, and for no engine thread, or it would count them and no later run
     // would match.
     if (!base) {
-      REQUIRE(wait_for([&] {
-        return kernel_differences(emu_counters(), before_runs, false).empty() &&
-               CompletionEngine::threads_running() == 0;
-      }));
+      REQUIRE(settled_since(before_runs));
       base.emplace();
     } else if (only_fewer_fds(*base)) {
       // A descriptor open when the baseline was taken has closed since: that is no leak of this

@@ -11,6 +11,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -70,6 +71,26 @@ class SweepGuest {
  private:
   uint64_t blob_id_ = 0;
 };
+
+// What a run leaves behind once its context is gone, and the checks that a run left nothing more.
+std::set<int> open_fds();
+struct Baseline {
+  rvgl_emu_counters kernel = emu_counters();
+  std::set<int> fds = open_fds();
+};
+// The kernel objects of ours, engine threads and fds that differ from the baseline ("" if none).
+std::string left_behind(const Baseline &base);
+// The kernel's objects are as in the baseline, and the descriptors open are some of its own but
+// not all (one open then has closed since: no leak of a run's).
+bool only_fewer_fds(const Baseline &base);
+// Waits for the kernel's objects to be as `before_runs` (open device files aside: the first run
+// opens what the emulator keeps for the process) and for no engine thread: the first run's
+// context is gone, and the baseline may be taken.
+bool settled_since(const rvgl_emu_counters &before_runs);
+// Waits for a run's leftovers to go (a job the kernel still runs holds its context a while);
+// false, with what is left as the test's info, when they do not.
+bool back_to(const Baseline &base);
+std::string joined(const std::vector<std::string> &v);
 
 // Builds a guest for one run (async: fence callbacks; otherwise poll mode).
 using Workload = std::function<std::unique_ptr<SweepGuest>(bool async)>;

@@ -6,18 +6,21 @@
 #include <poll.h>
 #include <sys/mman.h>
 
+#include <cerrno>
 #include <chrono>
 #include <condition_variable>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <mutex>
+#include <new>
 #include <span>
 #include <stdexcept>
 #include <thread>
 #include <vector>
 
 #include "context/compute_context.h"
+#include "support/product_scope.h"
 #include "support/stream_builder.h"
 #include "util/mapping.h"
 
@@ -34,6 +37,7 @@ struct RetiredFence {
 class FenceLog {
  public:
   void record(uint32_t ring, uint64_t id) {
+    TestCallback test_code;
     std::lock_guard lk(mu_);
     log_.push_back({ring, id, std::this_thread::get_id(), std::chrono::steady_clock::now()});
     cv_.notify_all();
@@ -87,7 +91,12 @@ class ContextHarness {
     o.async_fences = async;
     o.on_fence = [log = log_](uint32_t ring, uint64_t id) { log->record(ring, id); };
     int err = 0;
-    ctx_ = ComputeContext::create(std::move(o), &err);
+    try {
+      ProductCall product("ComputeContext::create");
+      ctx_.reset(ComputeContext::create(std::move(o), &err).release());
+    } catch (const std::bad_alloc &) {
+      err = -ENOMEM;  // what the router makes of it (Router::create_our_context)
+    }
     if (!ctx_) throw ContextCreateError(err);
   }
 
@@ -125,7 +134,17 @@ class ContextHarness {
     a.blob_id = blob_id;
     a.size = size;
     a.iov = iov;
-    return ctx_->create_blob(a, out);
+    try {
+      ProductCall product("create_blob");
+      return ctx_->create_blob(a, out);
+    } catch (const std::bad_alloc &) {
+      return -ENOMEM;  // what the C API's guard makes of it (vrend-hooks/api_guard.h)
+    }
+  }
+  // The VMM's detach of res_id (its resource unref or detach).
+  void detach(uint32_t res_id) {
+    ProductCall product("detach_resource");
+    ctx_->detach_resource(res_id);
   }
   uint8_t *shmem() const { return shmem_.as<uint8_t>(); }
   const rvgl_shmem_header &shmem_header() const { return *shmem_.as<rvgl_shmem_header>(); }
@@ -139,7 +158,10 @@ class ContextHarness {
     req.hdr = rvgl_req_hdr{cmd, static_cast<uint32_t>(buf.size()), seqno, off};
     std::memcpy(buf.data(), &req, sizeof(Req));
     if (!tail.empty()) std::memcpy(buf.data() + sizeof(Req), tail.data(), tail.size());
-    last_submit_ = ctx_->submit_cmd(buf);
+    {
+      ProductCall product("submit_cmd");
+      last_submit_ = ctx_->submit_cmd(buf);
+    }
     Rsp rsp;
     std::memcpy(&rsp, shmem() + RVGL_RSP_AREA_OFFSET + off, sizeof(rsp));
     if (last_submit_ == 0 && rsp.hdr.seqno != seqno) throw std::runtime_error("no response");
@@ -256,14 +278,24 @@ class ContextHarness {
   }
 
   // Fences: create, then wait for delivery through the mode in use.
-  int fence(uint32_t ring, uint64_t id) { return ctx_->create_fence(ring, id); }
+  int fence(uint32_t ring, uint64_t id) {
+    try {
+      ProductCall product("create_fence");
+      return ctx_->create_fence(ring, id);
+    } catch (const std::bad_alloc &) {
+      return -ENOMEM;  // as the C API's guard answers
+    }
+  }
   bool wait_fence(uint32_t ring, uint64_t id, int timeout_ms = 5000) {
     const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
     while (!log_->has(ring, id)) {
       if (std::chrono::steady_clock::now() > end) return false;
       if (!async_) {
         pollfd p{ctx_->poll_fd(), POLLIN, 0};
-        if (::poll(&p, 1, 10) > 0) ctx_->poll();
+        if (::poll(&p, 1, 10) > 0) {
+          ProductCall product("poll");
+          ctx_->poll();
+        }
       } else {
         std::this_thread::sleep_for(std::chrono::milliseconds(1));
       }
@@ -275,7 +307,14 @@ class ContextHarness {
   Config cfg_;
   bool async_;
   std::shared_ptr<FenceLog> log_ = std::make_shared<FenceLog>();
-  std::unique_ptr<ComputeContext> ctx_;
+  // The context's end is a product call too (its destroy).
+  struct DestroyContext {
+    void operator()(ComputeContext *c) const {
+      ProductCall product("context destroy");
+      delete c;
+    }
+  };
+  std::unique_ptr<ComputeContext, DestroyContext> ctx_;
   Mapping shmem_;
   uint32_t seqno_ = 0;
   uint32_t slot_ = 0;
