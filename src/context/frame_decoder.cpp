@@ -3,6 +3,7 @@
 #include <array>
 #include <cerrno>
 #include <cstring>
+#include <new>
 
 namespace rvgl {
 
@@ -87,19 +88,27 @@ SubmitOutcome FrameDecoder::run(std::span<const uint8_t> stream, ShmemView &shme
     if (rsp_size > kFixedBytes) std::memset(shadow.data() + kFixedBytes, 0, rsp_size - kFixedBytes);
     Response rsp{std::span<uint8_t>(shadow.data(), rsp_size)};
     int32_t result = -ENOSYS;
-    if (entry) {
-      const size_t need = hdr.len > entry->req_size ? hdr.len : entry->req_size;
-      const size_t words = (need + 7) / 8;
-      if (scratch_.size() < words) scratch_.resize(words);
-      auto *buf = reinterpret_cast<uint8_t *>(scratch_.data());
-      // Every request has its 16-byte header (checked above): copied inline, the rest (if any)
-      // by the library.
-      std::memcpy(buf, stream.data() + pos, kFixedBytes);
-      if (hdr.len > kFixedBytes)
-        std::memcpy(buf + kFixedBytes, stream.data() + pos + kFixedBytes, hdr.len - kFixedBytes);
-      if (need > hdr.len) std::memset(buf + hdr.len, 0, need - hdr.len);
-      const Request req{hdr.cmd, hdr.seqno, hdr.rsp_off, hdr.len, {buf, need}};
-      result = entry->handler(target_, req, rsp);
+    // A request the host has no memory for is answered, as any other: a guest waits for its
+    // response (or its seqno) whatever became of it. Handlers leave nothing half made when an
+    // allocation fails (tests/robustness/alloc_sweep.cpp).
+    try {
+      if (entry) {
+        const size_t need = hdr.len > entry->req_size ? hdr.len : entry->req_size;
+        const size_t words = (need + 7) / 8;
+        if (scratch_.size() < words) scratch_.resize(words);
+        auto *buf = reinterpret_cast<uint8_t *>(scratch_.data());
+        // Every request has its 16-byte header (checked above): copied inline, the rest (if any)
+        // by the library.
+        std::memcpy(buf, stream.data() + pos, kFixedBytes);
+        if (hdr.len > kFixedBytes)
+          std::memcpy(buf + kFixedBytes, stream.data() + pos + kFixedBytes, hdr.len - kFixedBytes);
+        if (need > hdr.len) std::memset(buf + hdr.len, 0, need - hdr.len);
+        const Request req{hdr.cmd, hdr.seqno, hdr.rsp_off, hdr.len, {buf, need}};
+        result = entry->handler(target_, req, rsp);
+      }
+    } catch (const std::bad_alloc &) {
+      std::memset(shadow.data(), 0, rsp_size);
+      result = -ENOMEM;
     }
     last_seqno_ = hdr.seqno;
     ++out.processed;
