@@ -10,6 +10,7 @@
 #include <climits>
 #include <cstdio>
 #include <cstring>
+#include <memory>
 #include <mutex>
 
 #include "util/same_open_file.h"
@@ -77,15 +78,14 @@ std::shared_ptr<AmdgpuDevice> AmdgpuDevice::adopt_private(UniqueFd fd, int *err)
 std::shared_ptr<AmdgpuDevice> AmdgpuDevice::reopen(int *err) const {
   // By name, not through /proc/self/fd: a new open of the node is a new DRM file. A VMM's fd may
   // be a primary node; its render node is preferred, the node itself otherwise.
-  char *name = drmGetRenderDeviceNameFromFd(fd_.get());
-  if (!name) name = drmGetDeviceNameFromFd2(fd_.get());
+  // libdrm's strings are malloc'd: owned here, so a failed copy of one does not leak it.
+  std::unique_ptr<char, decltype(&free)> name(drmGetRenderDeviceNameFromFd(fd_.get()), &free);
+  if (!name) name.reset(drmGetDeviceNameFromFd2(fd_.get()));
   if (!name) {
     *err = -ENODEV;
     return nullptr;
   }
-  const std::string path(name);
-  free(name);
-  return open(path, err);
+  return open(name.get(), err);
 }
 
 int AmdgpuDevice::check_driver() {

@@ -135,8 +135,8 @@ void ComputeContext::close() {
   // holding it dies. Each step is a no-op the second time (the destructor after destroy).
   // Jobs that may reach guest pages the GPU VM mapped are waited for before the pages go back
   // (guest_page_release.cpp); taken first, while destroyed queues are still known.
-  WorkSnapshot reaching;
-  if (memory_ && memory_->any_guest_pages_gpu_mapped()) reaching = work_snapshot();
+  PageUsers reaching;
+  if (memory_ && memory_->any_guest_pages_gpu_mapped()) reaching = guest_page_users();
   if (spm_callbacks_) spm_callbacks_->cut();
   for (uint32_t xcp = 0; xcp < spm_.size(); ++xcp)
     release_spm(xcp);

@@ -163,8 +163,17 @@ class ComputeContext {
   void post_event(uint32_t type, uint32_t queue, uint64_t p0, uint64_t p1);
   // Drops draining watches no fence and no unfinished job needs any more (VMM thread).
   void collect_drained();
-  // Blocks until the snapshot's jobs are done (bounded: guest_page_release.cpp).
-  void wait_for_guest_page_users(WorkSnapshot &reaching);
+  // What a hand-back of guest pages waits for (guest_page_release.cpp): the work submitted when
+  // it began, or, with no memory for a snapshot, all the work submitted when it waits (the same
+  // work: only the VMM's thread submits, and it is the one handing the pages back).
+  struct PageUsers {
+    WorkSnapshot snapshot;
+    bool all_work = false;
+  };
+  PageUsers guest_page_users() const;
+  // Blocks until those jobs are done (bounded: guest_page_release.cpp). Allocates nothing.
+  void wait_for_guest_page_users(PageUsers &users);
+  void wait_for_submitted_work(int64_t abs_timeout_ns) const;
   bool drained(const DrainingWatch &d) const;
   void unwatch_queue(Queue &q);
   // Only a poll-mode context on an engine with eventfds has points delegated to the VMM's thread

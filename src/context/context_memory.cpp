@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <new>
 
 #include "util/checked_math.h"
 
@@ -86,8 +87,7 @@ ContextMemory::~ContextMemory() {
   // The kernel's BO list goes first, so the mappings go without an update of it each: one per
   // unmap made a context of n objects cost n lists of up to n entries to tear down.
   bo_list_.destroy();
-  for (auto &m : va_.take_all())
-    unmap_pieces(m);
+  va_.take_all([&](const VaMapping &m) { unmap_pieces(m); });
   // The guest's pages are the VMM's again: no host use of them may outlive the context, whoever
   // still holds a reference (an SPM session finishing on the reaper).
   for (auto &[id, r] : resources_)
@@ -392,7 +392,11 @@ void ContextMemory::drop_unmapped_from_bo_list() {
   // goes instead, and the next submission makes a new one.
   bo_list_stale_ = false;
   uint32_t list;
-  if (bo_list_.sync(resident_, &list) != 0) bo_list_.destroy();
+  try {
+    if (bo_list_.sync(resident_, &list) == 0) return;
+  } catch (const std::bad_alloc &) {
+  }
+  bo_list_.destroy();
 }
 
 void ContextMemory::unmap(const VaMapping &m) {
@@ -401,10 +405,10 @@ void ContextMemory::unmap(const VaMapping &m) {
 }
 
 void ContextMemory::unmap_object(const MemoryObject *obj) {
-  for (auto &m : va_.take_object(obj)) {
+  va_.take_object(obj, [&](const VaMapping &m) {
     forget(m);
     unmap_pieces(m);
-  }
+  });
   bo_list_stale_ = true;
 }
 

@@ -6,6 +6,9 @@
 // returns. The VMM keeps the pages mapped, but the guest reuses them (another guest process, its
 // kernel) once the VMM answers: so the answer waits for those jobs.
 #include "context/compute_context.h"
+
+#include <new>
+
 #include "util/monotonic_clock.h"
 
 namespace rvgl {
@@ -22,14 +25,28 @@ constexpr int64_t kGuestPagesWaitNs = 120'000'000'000;
 void ComputeContext::detach_resource(uint32_t res_id) {
   // Taken before the unmap: every job submitted while the pages were mapped. Conservative for
   // pages the guest unmapped (VA_UNMAP) before later jobs, which cannot reach them.
-  WorkSnapshot reaching;
-  if (memory_->guest_pages_gpu_mapped(res_id)) reaching = work_snapshot();
+  PageUsers users;
+  if (memory_->guest_pages_gpu_mapped(res_id)) users = guest_page_users();
   memory_->detach_resource(res_id);
-  wait_for_guest_page_users(reaching);
+  wait_for_guest_page_users(users);
 }
 
-void ComputeContext::wait_for_guest_page_users(WorkSnapshot &reaching) {
-  if (!reaching.empty()) reaching.wait(monotonic_ns() + kGuestPagesWaitNs);
+ComputeContext::PageUsers ComputeContext::guest_page_users() const {
+  PageUsers users;
+  try {
+    users.snapshot = work_snapshot();
+  } catch (const std::bad_alloc &) {
+    users.all_work = true;
+  }
+  return users;
+}
+
+void ComputeContext::wait_for_guest_page_users(PageUsers &users) {
+  const int64_t deadline = monotonic_ns() + kGuestPagesWaitNs;
+  if (users.all_work)
+    wait_for_submitted_work(deadline);
+  else if (!users.snapshot.empty())
+    users.snapshot.wait(deadline);
 }
 
 }  // namespace rvgl

@@ -47,23 +47,33 @@ bool WorkSnapshot::reached() {
 }
 
 bool WorkSnapshot::wait(int64_t abs_timeout_ns) {
-  while (!reached()) {
-    // All of them at once: the kernel's WAIT_ALL over this device's timelines.
-    std::vector<uint32_t> handles;
-    std::vector<uint64_t> values;
-    handles.reserve(points_.size());
-    values.reserve(points_.size());
-    for (const auto &p : points_) {
-      handles.push_back(p.timeline->handle());
-      values.push_back(p.point);
-    }
-    uint32_t first = 0;
-    const int r = dev_->syncobj_timeline_wait(
-        handles, values, abs_timeout_ns,
-        DRM_SYNCOBJ_WAIT_FLAGS_WAIT_ALL | DRM_SYNCOBJ_WAIT_FLAGS_WAIT_FOR_SUBMIT, &first);
-    if (r != 0) return reached();  // timed out (or the device is gone): report what is true now
-  }
-  return true;
+  // One point at a time: all are waited for anyway, and nothing is allocated (a detach and a
+  // context's end wait here, and must not fail for want of memory).
+  for (const Point &p : points_)
+    if (!wait_for_point(*dev_, *p.timeline, p.point, abs_timeout_ns)) break;
+  return reached();
+}
+
+bool wait_for_point(AmdgpuDevice &dev, const SyncTimeline &timeline, uint64_t point,
+                    int64_t abs_timeout_ns) {
+  if (timeline.known_reached() >= point) return true;
+  const uint32_t handle = timeline.handle();
+  uint32_t first = 0;
+  return dev.syncobj_timeline_wait(
+             {&handle, 1}, {&point, 1}, abs_timeout_ns,
+             DRM_SYNCOBJ_WAIT_FLAGS_WAIT_ALL | DRM_SYNCOBJ_WAIT_FLAGS_WAIT_FOR_SUBMIT, &first) == 0;
+}
+
+void ComputeContext::wait_for_submitted_work(int64_t abs_timeout_ns) const {
+  auto wait = [&](const KernelQueue &q) {
+    if (q.last_submitted())
+      wait_for_point(*dev_, *q.timeline(), q.last_submitted(), abs_timeout_ns);
+  };
+  queues_.for_each([&](uint32_t, const Queue &q) {
+    if (q.kernel) wait(*q.kernel);
+  });
+  for (const auto &d : draining_)
+    wait(d.watch->queue());
 }
 
 }  // namespace rvgl

@@ -46,4 +46,9 @@ class WorkSnapshot {
   std::vector<Point> points_;
 };
 
+// Blocks until timeline reaches point or abs_timeout_ns (CLOCK_MONOTONIC); true when reached.
+// Allocates nothing.
+bool wait_for_point(AmdgpuDevice &dev, const SyncTimeline &timeline, uint64_t point,
+                    int64_t abs_timeout_ns);
+
 }  // namespace rvgl

@@ -23,6 +23,9 @@ class HandleTable {
     } else {
       if (slots_.size() >= capacity_) return 0;
       idx = static_cast<uint32_t>(slots_.size());
+      // Room for every slot on the free list: remove() allocates nothing, so a destroy or a free
+      // cannot fail half way (with the entry taken out) for want of memory.
+      if (free_.capacity() <= slots_.size()) free_.reserve(2 * slots_.size() + 1);
       slots_.push_back(std::move(v));
     }
     ++count_;

@@ -23,18 +23,17 @@ MemoryObject::MemoryObject(std::shared_ptr<AmdgpuDevice> dev, Kind kind, uint32_
 MemoryObject::~MemoryObject() {
   // Handles first: a userptr handle must not outlive the host mapping it points into.
   cpu_map_.reset();
-  if (!kernel_released_) {
-    std::vector<uint32_t> handles;
-    for (const auto &s : segments_)
-      handles.push_back(s.handle);
-    if (registry_) {
-      registry_->release(this, handles);
-    } else {
-      for (uint32_t h : handles)
-        dev_->gem_close(h);
-    }
-  }
+  if (!kernel_released_) release_handles();
   kept_mappings_.clear();
+}
+
+void MemoryObject::release_handles() {
+  if (registry_) {
+    registry_->release(*this);
+  } else {
+    for (const Segment &s : segments_)
+      if (s.handle) dev_->gem_close(s.handle);
+  }
 }
 
 void MemoryObject::revoke() {
@@ -47,17 +46,10 @@ void MemoryObject::revoke() {
   // Nothing of ours names the pages any more: the kernel objects go now, not when the last
   // reference (perhaps an SPM worker's) dies.
   cpu_map_.reset();
-  std::vector<uint32_t> handles;
-  for (auto &s : segments_) {
-    handles.push_back(s.handle);
+  release_handles();
+  for (Segment &s : segments_) {
     s.handle = 0;
     s.host = nullptr;
-  }
-  if (registry_) {
-    registry_->release(this, handles);
-  } else {
-    for (uint32_t h : handles)
-      dev_->gem_close(h);
   }
   kernel_released_ = true;
   kept_mappings_.clear();

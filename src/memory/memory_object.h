@@ -98,6 +98,9 @@ class MemoryObject {
   uint32_t bo_flags() const { return bo_flags_; }
 
  private:
+  // Closes the kernel handles this object owns. Allocates nothing: it runs in the destructor and
+  // in revoke(), which a detach and a context's end rely on.
+  void release_handles();
   std::shared_ptr<AmdgpuDevice> dev_;
   Kind kind_;
   uint32_t domain_;

@@ -16,18 +16,18 @@ void ObjectRegistry::add_locked(const std::shared_ptr<MemoryObject> &obj) {
   obj->set_registry(shared_from_this());
 }
 
-void ObjectRegistry::release(const MemoryObject *obj, const std::vector<uint32_t> &handles) {
+void ObjectRegistry::release(const MemoryObject &obj) {
   std::lock_guard lk(mu_);
-  for (uint32_t h : handles) {
-    auto it = handles_.find(h);
+  for (const MemoryObject::Segment &s : obj.segments()) {
+    auto it = handles_.find(s.handle);
     // Not ours any more: an import took the handle over while we were dying.
-    if (it == handles_.end() || it->second.raw != obj) continue;
+    if (!s.handle || it == handles_.end() || it->second.raw != &obj) continue;
     handles_.erase(it);
-    dev_->gem_close(h);
+    dev_->gem_close(s.handle);
   }
-  if (obj->blob_id()) {
-    auto it = blob_ids_.find(obj->blob_id());
-    if (it != blob_ids_.end() && it->second == obj) blob_ids_.erase(it);
+  if (obj.blob_id()) {
+    auto it = blob_ids_.find(obj.blob_id());
+    if (it != blob_ids_.end() && it->second == &obj) blob_ids_.erase(it);
   }
 }
 

@@ -30,7 +30,7 @@ class ObjectRegistry : public std::enable_shared_from_this<ObjectRegistry> {
   // Records obj as the owner of its handles (and of its blob id, when it has one).
   void add(const std::shared_ptr<MemoryObject> &obj);
   // Closes the handles obj owns and forgets it; handles another object took over stay open.
-  void release(const MemoryObject *obj, const std::vector<uint32_t> &handles);
+  void release(const MemoryObject &obj);
 
   // PRIME_FD_TO_HANDLE of fd. *owner is the living object that already owns the handle (share it),
   // else null and the caller must make an object for *handle and add() it before unlocking: the

@@ -55,33 +55,9 @@ std::optional<VaMapping> VaSpace::take(uint64_t va, uint64_t size) {
   return m;
 }
 
-std::vector<VaMapping> VaSpace::take_object(const MemoryObject *obj) {
-  std::vector<VaMapping> out;
-  auto o = by_object_.find(obj);
-  if (o == by_object_.end()) return out;
-  const std::set<uint64_t> vas = std::move(o->second);
-  by_object_.erase(o);
-  for (uint64_t va : vas) {
-    auto it = maps_.find(va);
-    if (it == maps_.end()) continue;  // cannot happen: both indexes change together
-    out.push_back(std::move(it->second));
-    maps_.erase(it);
-  }
-  return out;
-}
-
 size_t VaSpace::count_of(const MemoryObject *obj) const {
   auto o = by_object_.find(obj);
   return o == by_object_.end() ? 0 : o->second.size();
-}
-
-std::vector<VaMapping> VaSpace::take_all() {
-  std::vector<VaMapping> out;
-  for (auto &[va, m] : maps_)
-    out.push_back(std::move(m));
-  maps_.clear();
-  by_object_.clear();
-  return out;
 }
 
 }  // namespace rvgl

@@ -43,10 +43,33 @@ class VaSpace {
   void insert(VaMapping m);
   // Removes and returns the mapping starting at va with exactly this size.
   std::optional<VaMapping> take(uint64_t va, uint64_t size);
-  // Removes and returns every mapping of obj: O(k log n) for its k mappings.
-  std::vector<VaMapping> take_object(const MemoryObject *obj);
+  // Removes every mapping of obj, handing each to f: O(k log n) for its k mappings. Allocates
+  // nothing: a detach or a BO_FREE cannot fail half way for want of memory.
+  template <class F>
+  void take_object(const MemoryObject *obj, F &&f) {
+    auto o = by_object_.find(obj);
+    if (o == by_object_.end()) return;
+    const std::set<uint64_t> vas = std::move(o->second);
+    by_object_.erase(o);
+    for (uint64_t va : vas) {
+      auto it = maps_.find(va);
+      if (it == maps_.end()) continue;  // cannot happen: both indexes change together
+      VaMapping m = std::move(it->second);
+      maps_.erase(it);
+      f(m);
+    }
+  }
   size_t count_of(const MemoryObject *obj) const;
-  std::vector<VaMapping> take_all();
+  // Removes every mapping, handing each to f. Allocates nothing: a context's end cannot fail.
+  template <class F>
+  void take_all(F &&f) {
+    by_object_.clear();
+    while (!maps_.empty()) {
+      VaMapping m = std::move(maps_.begin()->second);
+      maps_.erase(maps_.begin());
+      f(m);
+    }
+  }
 
   size_t count() const { return maps_.size(); }
 
