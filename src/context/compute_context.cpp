@@ -91,6 +91,8 @@ std::unique_ptr<ComputeContext> ComputeContext::create(Options opts, int *err) {
   // QUEUE_DESTROY never allocates: a watch that could not be kept would be freed while the
   // engine still holds it.
   c->draining_.reserve(opts.config->limits.max_queues);
+  // A poll reports at most one point per watch (queue or destroyed queue): it allocates nothing.
+  c->fired_.reserve(2 * size_t{opts.config->limits.max_queues});
   c->dev_ = open_device(*opts.config, std::move(opts.drm_fd), err);
   if (!c->dev_) return nullptr;
   if ((*err = probe_device(*c->dev_, *opts.config, implemented_features(), &c->facts_)))

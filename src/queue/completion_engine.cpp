@@ -455,6 +455,7 @@ bool CompletionEngine::arm_own_locked(Entry &e, uint64_t p) {
 }
 
 bool CompletionEngine::arm_idle_locked() {
+  if (orphans_) adopt_orphans_locked();
   size_t keep = 0;
   polling_ = false;
   for (const uint64_t id : to_arm_) {
@@ -481,16 +482,41 @@ void CompletionEngine::delegated_fired(uint64_t id, uint64_t point, bool handled
     if (it == entries_.end() || !it->second.direct_armed) return;
     Entry &e = it->second;
     e.direct_armed = 0;
-    if (handled) {
-      // The watch's point is known now: it asks for a later one.
-      const Armed a = arm_locked(id, e);
-      if (a == Armed::kRegistered) return;
-      if (a == Armed::kNo || a == Armed::kRefused) to_arm_.push_back(id);
-    } else {
-      reported_.push_back({id, point, false});
+    try {
+      if (handled) {
+        // The watch's point is known now: it asks for a later one.
+        const Armed a = arm_locked(id, e);
+        if (a == Armed::kRegistered) return;
+        if (a == Armed::kNo || a == Armed::kRefused) to_arm_.push_back(id);
+      } else {
+        reported_.push_back({id, point, false});
+      }
+    } catch (const std::bad_alloc &) {
+      orphan_locked(e, handled ? 0 : point);
     }
   }
   rearm();  // the engine thread takes it from here
+}
+
+void CompletionEngine::orphan_locked(Entry &e, uint64_t unhandled_point) {
+  e.orphaned = true;
+  e.orphan_point = std::max(e.orphan_point, unhandled_point);
+  orphans_ = true;
+}
+
+void CompletionEngine::adopt_orphans_locked() {
+  // Rare (the VMM's thread ran out of memory): a walk of the table, where a failure to file one
+  // leaves it and the rest marked for the next pass (run() goes on after a bad_alloc).
+  for (auto &[id, e] : entries_) {
+    if (!e.orphaned) continue;
+    if (e.orphan_point)
+      reported_.push_back({id, e.orphan_point, false});
+    else
+      to_arm_.push_back(id);
+    e.orphaned = false;
+    e.orphan_point = 0;
+  }
+  orphans_ = false;
 }
 
 void CompletionEngine::delegated_lost(uint64_t id) {
@@ -502,7 +528,11 @@ void CompletionEngine::delegated_lost(uint64_t id) {
     const uint64_t p = e.direct_armed;
     e.direct_armed = 0;
     if (arm_own_locked(e, p)) return;
-    to_arm_.push_back(id);
+    try {
+      to_arm_.push_back(id);
+    } catch (const std::bad_alloc &) {
+      orphan_locked(e, 0);
+    }
   }
   rearm();  // refused too: the engine thread asks again
 }

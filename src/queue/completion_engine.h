@@ -141,6 +141,10 @@ class CompletionEngine {
     // Arm points up to this one are waited for through the kernel: the watch refused to take
     // one early (reached_early).
     uint64_t kernel_through = 0;
+    // A delegated point the VMM's thread had no memory to hand over (adopt_orphans_locked): to
+    // be armed again, or with `orphan_point` set, that point reported unhandled.
+    bool orphaned = false;
+    uint64_t orphan_point = 0;
   };
   // A point for a watch's callbacks: from the kernel (a firing, a delegated report), or found
   // early in memory (signalled_from).
@@ -162,6 +166,10 @@ class CompletionEngine {
   // eventfd mode: registers each watch on to_arm_ (mu_ held). True when a point is on reported_
   // (ended already, or delegated back): the thread must not sleep before it takes them.
   bool arm_idle_locked();
+  // The VMM's thread, out of memory in delegated_fired() or delegated_lost(): the entry is
+  // marked, allocating nothing, for the engine's thread to take over (mu_ held).
+  void orphan_locked(Entry &e, uint64_t unhandled_point);
+  void adopt_orphans_locked();
   // The point of `e` that ended already, for arm point `p`, if the watch may be asked (mu_ held).
   static uint64_t ended_early_locked(Entry &e, uint64_t p);
   // Calls the watches for `calls` (calls_mu_ held); the early points a watch refused are waited
@@ -240,6 +248,7 @@ class CompletionEngine {
   // eventfd mode: a watch left on to_arm_ was refused by the kernel (arm_idle_locked): the next
   // pass comes within kRefusedPollMs rather than the safety net.
   bool polling_ = false;
+  bool orphans_ = false;  // an entry is orphaned
   uint64_t next_id_ = 1;
   uint64_t wake_point_ = 0;
   uint64_t wakeups_ = 0;

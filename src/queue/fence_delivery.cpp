@@ -43,10 +43,20 @@ class DeliveringScope {
 
 static_assert(RVGL_RING_COUNT <= 64, "busy_rings_ has a bit per ring");
 
+constexpr size_t kBatchReserve = 64;
+
 }  // namespace
 
 std::unique_ptr<FenceDelivery> FenceDelivery::create(bool async, Callback cb, int *err) {
   std::unique_ptr<FenceDelivery> d(new FenceDelivery(async, std::move(cb)));
+  // A delivery has room for its first fences without allocating; more are collected again after
+  // these are delivered (collect_some_locked), so a delivery makes progress when memory is short.
+  if (async) {
+    d->batch_.reserve(kBatchReserve);
+  } else {
+    d->ready_.reserve(kBatchReserve);
+    d->polled_.reserve(kBatchReserve);
+  }
   d->event_fd_.reset(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
   if (!d->event_fd_) {
     *err = -errno;
@@ -146,7 +156,8 @@ void FenceDelivery::progress() {
       std::lock_guard lk(mu_);
       if (stopped_) return;
       const size_t before = ready_.size();
-      collect_locked(&ready_);
+      // Out of memory, what is not collected stays on its ring for the VMM's next poll().
+      collect_some_locked(&ready_);
       any = ready_.size() != before;
     }
     if (any) signal_poll_fd();
@@ -219,22 +230,28 @@ void FenceDelivery::poll() {
   // delivers what is left; what becomes ready later signals the poll fd again.
   if (in_callback_here()) return;
   std::lock_guard serial(deliver_mu_);
-  std::deque<Done> batch;
+  bool left_on_rings;
   {
     std::lock_guard lk(mu_);
     if (stopped_) return;
     // What the engine queued comes first, then what the VMM's thread made known itself (a ring's
     // fences stay in order either way: ready_ holds only fences that were ahead of those still
-    // pending). Collected before the swap: out of memory, every fence stays in ready_ or on its
-    // ring (collect_locked() takes a fence off its ring only once it is stored).
-    collect_locked(&ready_);
-    batch.swap(ready_);
+    // pending). Out of memory, the fences not collected stay on their rings (collect_locked()
+    // takes a fence off its ring only once it is stored) for the next poll, which the poll fd
+    // asks for.
+    more_ = false;
+    collect_some_locked(&ready_);
+    left_on_rings = more_;
+    more_ = false;
+    polled_.swap(ready_);
   }
   DeliveringScope here(this);
-  for (const auto &d : batch) {
+  for (const auto &d : polled_) {
     if (stopped_.load(std::memory_order_relaxed)) break;  // the VMM destroyed us in a callback
     cb_(d.ring, d.fence_id);
   }
+  polled_.clear();
+  if (left_on_rings) signal_poll_fd();
 }
 
 uint64_t FenceDelivery::first_exact_point(const FenceSource *source) const {

@@ -117,8 +117,11 @@ class FenceDelivery {
   uint64_t busy_rings_ = 0;  // bit per ring with pending fences
   uint64_t added_[RVGL_RING_COUNT] = {};
   uint64_t taken_[RVGL_RING_COUNT] = {};
-  uint64_t waiting_ = 0;    // sum of added_ - taken_
-  std::deque<Done> ready_;  // poll mode: waiting for poll()
+  uint64_t waiting_ = 0;  // sum of added_ - taken_
+  // Poll mode: waiting for poll(), and the batch poll() delivers (swapped, so both keep their
+  // capacity: a poll allocates nothing once the context has run).
+  std::vector<Done> ready_;
+  std::vector<Done> polled_;
   uint64_t retired_ = 0;
   // Written under mu_; atomic so that a deliverer can see a stop() it waited out on deliver_mu_.
   std::atomic<bool> stopped_{false};

@@ -1,12 +1,16 @@
 #include "queue/health_pacer.h"
 
 #include <algorithm>
+#include <new>
 #include <mutex>
 
 namespace rvgl {
 
 HealthPacer &HealthPacer::process() {
-  static HealthPacer *p = new HealthPacer;  // never destroyed: the engine may outlive statics
+  // Never destroyed (the engine may outlive statics), and not allocated: its first use may be on
+  // a VMM's thread short of memory, in a path that must not fail.
+  alignas(HealthPacer) static unsigned char storage[sizeof(HealthPacer)];
+  static HealthPacer *p = new (storage) HealthPacer;
   return *p;
 }
 
