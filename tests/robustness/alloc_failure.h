@@ -1,0 +1,22 @@
+// Allocation failure on demand, for the allocation sweep (alloc_sweep.cpp). The binary that links
+// alloc_failure.cpp has its own global operator new and delete; on a thread that armed it, they
+// count the allocations made inside product calls (support/product_scope.h), outside the emulated
+// kernel's own (rvgl_emu_thread_in_kernel()), and fail the one asked for (std::bad_alloc, or
+// nullptr from the nothrow forms), or that one and every later one. Other threads and the test's
+// own code allocate as usual.
+#pragma once
+
+#include <cstdint>
+
+namespace rvgl::test::alloc {
+
+// nth = 0 counts only.
+void arm(uint64_t nth, bool from_then_on);
+
+struct Tally {
+  uint64_t counted = 0;  // allocations made inside product calls while armed
+  uint64_t failed = 0;   // of them, the ones refused
+};
+Tally disarm();
+
+}  // namespace rvgl::test::alloc
