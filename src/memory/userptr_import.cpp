@@ -148,7 +148,7 @@ class UdmabufPacker {
 // in this process, or, for a writable blob, if the VMM mapped some part read-only: the file's fd
 // would let the GPU write there (an alias maps it writable, a udmabuf takes the file's pages),
 // where the kernel refuses a writable userptr of the VMM's own mapping (the stitched import's
-// -EFAULT: hmm_range_fault() asked for write access to a VMA without VM_WRITE).
+// -EPERM: hmm_range_fault() asked for write access to a VMA without VM_WRITE).
 struct Survey {
   uint64_t pieces = 0;
   uint64_t udmabufs = 0;
@@ -364,7 +364,11 @@ int import_userptr(const std::shared_ptr<AmdgpuDevice> &dev, std::span<const iov
   }
   if (ranges.size() > opt.max_objects) return -ENOSPC;
   out->strategy = UserptrStrategy::kStitched;
-  if (int err = import_stitched(dev, ranges, read_only, &out->object)) return err;
+  if (int err = import_stitched(dev, ranges, read_only, &out->object))
+    // A writable blob over pages the VMM mapped read-only: -EPERM from kernels since 5.7
+    // (hmm_vma_fault()), -EFAULT before; the guest is told -EFAULT either way (PROTOCOL.md §3),
+    // as the file imports tell it (survey()). No other cause gives -EPERM without ANONONLY.
+    return err == -EPERM ? -EFAULT : err;
   out->object->set_guest_ranges(std::move(ranges));
   return 0;
 }
