@@ -97,8 +97,10 @@ int amdgpu_ioctl_ctx(DeviceFile &f, void *data) {
   switch (in.op) {
     case AMDGPU_CTX_OP_ALLOC_CTX: {
       if (!priority_valid(in.priority)) return -EINVAL;
-      // amdgpu_ctx_priority_permit(): above NORMAL needs CAP_SYS_NICE (or DRM master).
-      if (in.priority > AMDGPU_CTX_PRIORITY_NORMAL && !f.primary && !caller_has_sys_nice())
+      // amdgpu_ctx_priority_permit(): above NORMAL needs CAP_SYS_NICE or the DRM master
+      // (drm_is_current_master(): not any primary file).
+      if (in.priority > AMDGPU_CTX_PRIORITY_NORMAL && !drm_file_is_master(f) &&
+          !caller_has_sys_nice())
         return -EACCES;
       auto ctx = std::make_shared<Context>(in.priority, d.resets().gpu_resets.load(),
                                            d.resets().vram_lost.load());

@@ -85,7 +85,8 @@ int check_mqd(DeviceFile &f, const rvgl_drm_amdgpu_userq_in &in) {
 int create(DeviceFile &f, rvgl_drm_amdgpu_userq &args) {
   const auto in = args.in;
   const uint32_t priority = in.flags & RVGL_AMDGPU_USERQ_CREATE_FLAGS_QUEUE_PRIORITY_MASK;
-  if (priority >= RVGL_AMDGPU_USERQ_CREATE_FLAGS_QUEUE_PRIORITY_HIGH && !f.primary &&
+  // amdgpu_userq_priority_permit(): as for kernel contexts, CAP_SYS_NICE or the DRM master.
+  if (priority >= RVGL_AMDGPU_USERQ_CREATE_FLAGS_QUEUE_PRIORITY_HIGH && !drm_file_is_master(f) &&
       !caller_has_sys_nice())
     return -EACCES;
   const IpBlock *blk = f.device.ip_block(in.ip_type);

@@ -30,18 +30,19 @@ int compute_job(int fd, uint32_t ctx, const GpuBuffer &ibs, uint64_t slot,
                 static_cast<uint32_t>(ib.size() * 4), seq);
 }
 
-// Drops CAP_SYS_ADMIN from this thread's effective set for one scope (the kernel authenticates
-// every opener that has it, which would hide what DRM_AUTH does for everyone else).
-class WithoutSysAdmin {
+// Drops a capability from this thread's effective set for one scope: CAP_SYS_ADMIN (the kernel
+// authenticates every opener that has it, which would hide what DRM_AUTH does for everyone
+// else), CAP_SYS_NICE (which permits any context priority).
+class WithoutCap {
  public:
-  WithoutSysAdmin() {
+  explicit WithoutCap(int cap) {
     syscall(SYS_capget, &hdr_, saved_);
     __user_cap_data_struct d[2];
     std::memcpy(d, saved_, sizeof(d));
-    d[CAP_SYS_ADMIN / 32].effective &= ~(1u << (CAP_SYS_ADMIN % 32));
+    d[cap / 32].effective &= ~(1u << (cap % 32));
     syscall(SYS_capset, &hdr_, d);
   }
-  ~WithoutSysAdmin() { syscall(SYS_capset, &hdr_, saved_); }
+  ~WithoutCap() { syscall(SYS_capset, &hdr_, saved_); }
 
  private:
   __user_cap_header_struct hdr_{_LINUX_CAPABILITY_VERSION_3, 0};
@@ -238,7 +239,7 @@ TEST_CASE("GEM_FLINK and GEM_OPEN share objects by global name on the primary no
   Fd other(open("/dev/dri/card0", O_RDWR | O_CLOEXEC));
   REQUIRE(other.get() >= 0);
   {
-    WithoutSysAdmin drop;
+    WithoutCap drop(CAP_SYS_ADMIN);
     CHECK(xioctl(other.get(), DRM_IOCTL_GEM_OPEN, &op) == -EACCES);  // not authenticated
     drm_auth magic{};
     REQUIRE(xioctl(other.get(), DRM_IOCTL_GET_MAGIC, &magic) == 0);
@@ -268,6 +269,27 @@ TEST_CASE("GEM_FLINK and GEM_OPEN share objects by global name on the primary no
 // amdgpu_kms.c AMDGPU_INFO_VRAM_GTT / AMDGPU_INFO_MEMORY: usable = real size - pinned -
 // AMDGPU_VM_RESERVED_VRAM (8 MiB); usage counts the kernel's pinned objects; GTT subtracts
 // gart_pin_size.
+TEST_CASE("a context above NORMAL priority needs CAP_SYS_NICE or the DRM master", "[kernel][ctx]") {
+  // amdgpu_ctx_priority_permit(): capable(CAP_SYS_NICE) || drm_is_current_master(filp); any
+  // other file, a second primary one included, gets EACCES.
+  Fd master(open("/dev/dri/card0", O_RDWR | O_CLOEXEC));
+  REQUIRE(master.get() >= 0);
+  Fd other(open("/dev/dri/card0", O_RDWR | O_CLOEXEC));
+  REQUIRE(other.get() >= 0);
+  Fd render = open_render();
+  REQUIRE(render.get() >= 0);
+  WithoutCap drop(CAP_SYS_NICE);
+  const auto alloc_high = [](int fd) {
+    drm_amdgpu_ctx a{};
+    a.in.op = AMDGPU_CTX_OP_ALLOC_CTX;
+    a.in.priority = AMDGPU_CTX_PRIORITY_HIGH;
+    return xioctl(fd, DRM_IOCTL_AMDGPU_CTX, &a);
+  };
+  CHECK(alloc_high(master.get()) == 0);
+  CHECK(alloc_high(other.get()) == -EACCES);
+  CHECK(alloc_high(render.get()) == -EACCES);
+}
+
 TEST_CASE("VRAM and GTT accounting subtracts what the kernel keeps", "[kernel][info]") {
   Fd fd = open_render();
   REQUIRE(fd.get() >= 0);
