@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "queue/fence_delivery.h"
+#include "support/replaced_new.h"
 
 using namespace rvgl;
 
@@ -26,53 +27,11 @@ thread_local int t_allocations_left = -1;
 
 }  // namespace
 
-// This program's allocations go through here, every form of them (malloc and free underneath,
-// so the sanitizers see one matching pair whichever form allocated and whichever freed). g++
-// sees the free() inlined where a new-expression allocated and would call it a mismatch: it is
-// this program's own pair.
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
-#endif
-namespace {
-
-void *allocate(std::size_t n) {
+// This program's allocations (support/replaced_new.h).
+void *rvgl::test::replaced_allocate(std::size_t n, std::size_t align) noexcept {
   if (t_allocations_left == 0) return nullptr;
   if (t_allocations_left > 0) --t_allocations_left;
-  return std::malloc(n ? n : 1);
-}
-
-}  // namespace
-
-void *operator new(std::size_t n) {
-  if (void *p = allocate(n)) return p;
-  throw std::bad_alloc();
-}
-void *operator new[](std::size_t n) {
-  return operator new(n);
-}
-void *operator new(std::size_t n, const std::nothrow_t &) noexcept {
-  return allocate(n);
-}
-void *operator new[](std::size_t n, const std::nothrow_t &) noexcept {
-  return allocate(n);
-}
-void operator delete(void *p) noexcept {
-  std::free(p);
-}
-void operator delete[](void *p) noexcept {
-  std::free(p);
-}
-void operator delete(void *p, std::size_t) noexcept {
-  std::free(p);
-}
-void operator delete[](void *p, std::size_t) noexcept {
-  std::free(p);
-}
-void operator delete(void *p, const std::nothrow_t &) noexcept {
-  std::free(p);
-}
-void operator delete[](void *p, const std::nothrow_t &) noexcept {
-  std::free(p);
+  return malloc_aligned(n, align);
 }
 
 namespace {

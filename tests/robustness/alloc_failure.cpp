@@ -5,10 +5,10 @@
 #include <cstdlib>
 #include <execinfo.h>
 #include <unistd.h>
-#include <new>
 
 #include "rvgl_emu.h"
 #include "support/product_scope.h"
+#include "support/replaced_new.h"
 
 namespace rvgl::test::alloc {
 
@@ -41,19 +41,6 @@ bool refuse() noexcept {
   return true;
 }
 
-void *allocate(std::size_t size, std::size_t align) noexcept {
-  if (refuse()) return nullptr;
-  if (size == 0) size = 1;
-  if (align <= alignof(std::max_align_t)) return std::malloc(size);
-  void *p = nullptr;
-  return posix_memalign(&p, align, size) == 0 ? p : nullptr;
-}
-
-void *allocate_or_throw(std::size_t size, std::size_t align) {
-  if (void *p = allocate(size, align)) return p;
-  throw std::bad_alloc();
-}
-
 }  // namespace
 
 void arm(uint64_t nth, bool from_then_on) {
@@ -68,67 +55,6 @@ Tally disarm() {
 
 }  // namespace rvgl::test::alloc
 
-using rvgl::test::alloc::allocate;
-using rvgl::test::alloc::allocate_or_throw;
-
-// The replaceable forms ([new.delete]): every one an allocation of the product could reach.
-void *operator new(std::size_t n) {
-  return allocate_or_throw(n, 0);
-}
-void *operator new[](std::size_t n) {
-  return allocate_or_throw(n, 0);
-}
-void *operator new(std::size_t n, std::align_val_t a) {
-  return allocate_or_throw(n, static_cast<std::size_t>(a));
-}
-void *operator new[](std::size_t n, std::align_val_t a) {
-  return allocate_or_throw(n, static_cast<std::size_t>(a));
-}
-void *operator new(std::size_t n, const std::nothrow_t &) noexcept {
-  return allocate(n, 0);
-}
-void *operator new[](std::size_t n, const std::nothrow_t &) noexcept {
-  return allocate(n, 0);
-}
-void *operator new(std::size_t n, std::align_val_t a, const std::nothrow_t &) noexcept {
-  return allocate(n, static_cast<std::size_t>(a));
-}
-void *operator new[](std::size_t n, std::align_val_t a, const std::nothrow_t &) noexcept {
-  return allocate(n, static_cast<std::size_t>(a));
-}
-void operator delete(void *p) noexcept {
-  std::free(p);
-}
-void operator delete[](void *p) noexcept {
-  std::free(p);
-}
-void operator delete(void *p, std::size_t) noexcept {
-  std::free(p);
-}
-void operator delete[](void *p, std::size_t) noexcept {
-  std::free(p);
-}
-void operator delete(void *p, std::align_val_t) noexcept {
-  std::free(p);
-}
-void operator delete[](void *p, std::align_val_t) noexcept {
-  std::free(p);
-}
-void operator delete(void *p, std::size_t, std::align_val_t) noexcept {
-  std::free(p);
-}
-void operator delete[](void *p, std::size_t, std::align_val_t) noexcept {
-  std::free(p);
-}
-void operator delete(void *p, const std::nothrow_t &) noexcept {
-  std::free(p);
-}
-void operator delete[](void *p, const std::nothrow_t &) noexcept {
-  std::free(p);
-}
-void operator delete(void *p, std::align_val_t, const std::nothrow_t &) noexcept {
-  std::free(p);
-}
-void operator delete[](void *p, std::align_val_t, const std::nothrow_t &) noexcept {
-  std::free(p);
+void *rvgl::test::replaced_allocate(std::size_t size, std::size_t align) noexcept {
+  return alloc::refuse() ? nullptr : malloc_aligned(size, align);
 }
