@@ -151,16 +151,19 @@ void FenceDelivery::signal_poll_fd() {
 
 void FenceDelivery::progress() {
   if (!async_) {
-    bool any;
+    bool wake;
     {
       std::lock_guard lk(mu_);
       if (stopped_) return;
       const size_t before = ready_.size();
-      // Out of memory, what is not collected stays on its ring for the VMM's next poll().
+      // Out of memory, what is not collected stays on its ring, and the VMM's poll() is asked
+      // for all the same: it collects them on its own thread.
+      more_ = false;
       collect_some_locked(&ready_);
-      any = ready_.size() != before;
+      wake = ready_.size() != before || more_;
+      more_ = false;
     }
-    if (any) signal_poll_fd();
+    if (wake) signal_poll_fd();
     return;
   }
   std::vector<Done> &done = batch_;  // the deliverer's alone, and it keeps its capacity

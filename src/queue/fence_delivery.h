@@ -126,7 +126,9 @@ class FenceDelivery {
   // Written under mu_; atomic so that a deliverer can see a stop() it waited out on deliver_mu_.
   std::atomic<bool> stopped_{false};
   bool delivering_ = false;  // async: a thread is in progress()'s delivery loop
-  // Async: progress() found the delivery running during the deliverer's callbacks.
+  // Async: progress() found the delivery running during the deliverer's callbacks. Also set by a
+  // collect that ran out of memory (collect_some_locked), fences left on their rings: poll mode
+  // reads it within the same look.
   bool more_ = false;
   // Pending fences that are not mergeable; written under mu_, read without it by
   // first_exact_point().
