@@ -132,15 +132,16 @@ void FenceDelivery::collect_locked(Out *done) {
   }
 }
 
-void FenceDelivery::collect_some_locked(std::vector<Done> *done) {
+bool FenceDelivery::collect_some_locked(std::vector<Done> *done) {
   try {
     collect_locked(done);
+    return false;
   } catch (const std::bad_alloc &) {
     // Out of memory growing the batch part-way: what was taken is delivered, and the rest (still
     // on its rings: collect_locked() takes a fence off only once it is stored) is collected
-    // again after it, or by the next progress(). Thrown on, it would leave the batch's fences
-    // taken and never delivered, or the delivery claimed for ever.
-    more_ = true;
+    // again after it, or by the next progress() or poll(). Thrown on, it would leave the batch's
+    // fences taken and never delivered, or the delivery claimed for ever.
+    return true;
   }
 }
 
@@ -158,10 +159,8 @@ void FenceDelivery::progress() {
       const size_t before = ready_.size();
       // Out of memory, what is not collected stays on its ring, and the VMM's poll() is asked
       // for all the same: it collects them on its own thread.
-      more_ = false;
-      collect_some_locked(&ready_);
-      wake = ready_.size() != before || more_;
-      more_ = false;
+      const bool left = collect_some_locked(&ready_);
+      wake = ready_.size() != before || left;
     }
     if (wake) signal_poll_fd();
     return;
@@ -181,7 +180,7 @@ void FenceDelivery::progress() {
       return;
     }
     done.clear();
-    collect_some_locked(&done);
+    if (collect_some_locked(&done)) more_ = true;
     if (done.empty()) return;
     delivering_ = true;
   }
@@ -204,7 +203,7 @@ void FenceDelivery::progress() {
     done.clear();
     const bool again = more_ && !stopped_;
     more_ = false;
-    if (again) collect_some_locked(&done);
+    if (again && collect_some_locked(&done)) more_ = true;
     if (done.empty()) {
       delivering_ = false;
       break;
@@ -242,10 +241,7 @@ void FenceDelivery::poll() {
     // pending). Out of memory, the fences not collected stay on their rings (collect_locked()
     // takes a fence off its ring only once it is stored) for the next poll, which the poll fd
     // asks for.
-    more_ = false;
-    collect_some_locked(&ready_);
-    left_on_rings = more_;
-    more_ = false;
+    left_on_rings = collect_some_locked(&ready_);
     polled_.swap(ready_);
   }
   DeliveringScope here(this);

@@ -104,8 +104,9 @@ class FenceDelivery {
   // Takes every fence that is now known reached off the rings (mu_ held).
   template <class Out>
   void collect_locked(Out *done);
-  // collect_locked() into an async batch, which survives running out of memory (mu_ held).
-  void collect_some_locked(std::vector<Done> *done);
+  // collect_locked() into a batch, surviving running out of memory (mu_ held). True when fences
+  // were left on their rings for want of room: the caller sees that they are collected later.
+  bool collect_some_locked(std::vector<Done> *done);
   void signal_poll_fd();
 
   const bool async_;
@@ -126,9 +127,8 @@ class FenceDelivery {
   // Written under mu_; atomic so that a deliverer can see a stop() it waited out on deliver_mu_.
   std::atomic<bool> stopped_{false};
   bool delivering_ = false;  // async: a thread is in progress()'s delivery loop
-  // Async: progress() found the delivery running during the deliverer's callbacks. Also set by a
-  // collect that ran out of memory (collect_some_locked), fences left on their rings: poll mode
-  // reads it within the same look.
+  // Async: progress() found the delivery running during the deliverer's callbacks, or a collect
+  // of the deliverer's left fences on their rings (out of memory).
   bool more_ = false;
   // Pending fences that are not mergeable; written under mu_, read without it by
   // first_exact_point().
