@@ -68,19 +68,7 @@ void alloc_sweep(const Workload &workload, bool async, bool from_then_on) {
     alloc::arm(0, false);
     const Outcome clean = workload(async)->run();
     const alloc::Tally tally = alloc::disarm();
-    INFO("clean run " << i << ": " << joined(clean.told) << joined(clean.unretired)
-                      << clean.harness_error);
-    REQUIRE(clean.harness_error.empty());
-    REQUIRE(clean.told.empty());
-    REQUIRE(clean.unretired.empty());
-    REQUIRE(clean.data_ok);
-    if (!base) {
-      REQUIRE(settled_since(before_runs));
-      base.emplace();
-    } else if (only_fewer_fds(*base)) {
-      base.emplace();
-    }
-    REQUIRE(back_to(*base));
+    check_clean_run(clean, i, "allocation sweep (" + mode + ")", before_runs, base);
     fewest = std::min(fewest, tally.counted);
     most = std::max(most, tally.counted);
   }

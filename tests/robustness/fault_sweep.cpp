@@ -35,6 +35,8 @@ std::set<int> open_fds() {
   return fds;
 }
 
+namespace {
+
 // How two readings of the kernel objects of ours that the emulator counts differ ("" when they
 // do not). `device_files`: open device files too (the first run may keep the process's own).
 std::string kernel_differences(const rvgl_emu_counters &now, const rvgl_emu_counters &then,
@@ -81,6 +83,8 @@ bool settled_since(const rvgl_emu_counters &before_runs) {
            CompletionEngine::threads_running() == 0;
   });
 }
+
+}  // namespace
 
 bool back_to(const Baseline &base) {
   // A job the kernel still runs holds its context until it finishes; the completion engine's
@@ -282,6 +286,32 @@ std::optional<ContextHarness::HostBuffer> SweepGuest::mapped_bo(ContextHarness &
   return b;
 }
 
+void check_clean_run(const Outcome &clean, int run, const std::string &what,
+                     const rvgl_emu_counters &before_runs, std::optional<Baseline> &base) {
+  INFO("clean run " << run << ": " << joined(clean.told) << joined(clean.unretired)
+                    << clean.harness_error);
+  REQUIRE(clean.harness_error.empty());
+  REQUIRE(clean.told.empty());
+  REQUIRE(clean.unretired.empty());
+  REQUIRE(clean.data_ok);
+  // The first run opens what the emulator keeps for the process (its state directory). Its
+  // context is gone, but a job the emulated kernel still finishes holds its kernel context and
+  // objects a little longer (as the kernel does): the baseline waits for the kernel's objects to
+  // be as before the run, and for no engine thread, or it would count them and no later run
+  // would match.
+  if (!base) {
+    REQUIRE(settled_since(before_runs));
+    base.emplace();
+  } else if (only_fewer_fds(*base)) {
+    // A descriptor open when the baseline was taken has closed since: that is no leak of this
+    // run's, so the baseline is the state now (a leak shows as more, never as fewer).
+    std::printf("%s: baseline retaken after clean run %d (%zu fds, was %zu)\n", what.c_str(), run,
+                open_fds().size(), base->fds.size());
+    base.emplace();
+  }
+  REQUIRE(back_to(*base));
+}
+
 void sweep(const Workload &workload, const MustCall &must_call, bool async,
            const std::string &variant, const std::string &base_rule, Failure failure) {
   const std::string mode = std::string(async ? "async callbacks" : "poll mode") +
@@ -303,28 +333,7 @@ void sweep(const Workload &workload, const MustCall &must_call, bool async,
     auto counts = emu_call_counts();
     const auto own = emu_call_counts(rvgl_emu_counting_thread_call_counts);  // the guest's own
     rvgl_emu_reset_fault_injection();
-    INFO("clean run " << i << ": " << joined(clean.told) << joined(clean.unretired)
-                      << clean.harness_error);
-    REQUIRE(clean.harness_error.empty());
-    REQUIRE(clean.told.empty());
-    REQUIRE(clean.unretired.empty());
-    REQUIRE(clean.data_ok);
-    // The first run opens what the emulator keeps for the process (its state directory). Its
-    // context is gone, but a job the emulated kernel still finishes holds its kernel context and
-    // objects a little longer (as the kernel does): the baseline waits for the kernel's objects to
-    // be as before the run, and for no engine thread, or it would count them and no later run
-    // would match.
-    if (!base) {
-      REQUIRE(settled_since(before_runs));
-      base.emplace();
-    } else if (only_fewer_fds(*base)) {
-      // A descriptor open when the baseline was taken has closed since: that is no leak of this
-      // run's, so the baseline is the state now (a leak shows as more, never as fewer).
-      std::printf("fault sweep (%s): baseline retaken after clean run %d (%zu fds, was %zu)\n",
-                  mode.c_str(), i, open_fds().size(), base->fds.size());
-      base.emplace();
-    }
-    REQUIRE(back_to(*base));
+    check_clean_run(clean, i, "fault sweep (" + mode + ")", before_runs, base);
     for (auto &[name, r] : ranges)
       counts.try_emplace(name, 0);  // a name this run did not call at all
     for (const auto &[name, n] : counts) {

@@ -78,15 +78,11 @@ struct Baseline {
   rvgl_emu_counters kernel = emu_counters();
   std::set<int> fds = open_fds();
 };
-// The kernel objects of ours, engine threads and fds that differ from the baseline ("" if none).
-std::string left_behind(const Baseline &base);
-// The kernel's objects are as in the baseline, and the descriptors open are some of its own but
-// not all (one open then has closed since: no leak of a run's).
-bool only_fewer_fds(const Baseline &base);
-// Waits for the kernel's objects to be as `before_runs` (open device files aside: the first run
-// opens what the emulator keeps for the process) and for no engine thread: the first run's
-// context is gone, and the baseline may be taken.
-bool settled_since(const rvgl_emu_counters &before_runs);
+// A clean run of a sweep (`what` names it): done, nothing told, every fence retired; the
+// baseline taken after the first run (and taken again when a descriptor it counted has closed
+// since), and the run left nothing more. `before_runs`: the kernel's objects before any run.
+void check_clean_run(const Outcome &clean, int run, const std::string &what,
+                     const rvgl_emu_counters &before_runs, std::optional<Baseline> &base);
 // Waits for a run's leftovers to go (a job the kernel still runs holds its context a while);
 // false, with what is left as the test's info, when they do not.
 bool back_to(const Baseline &base);
