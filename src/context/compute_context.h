@@ -174,6 +174,16 @@ class ComputeContext {
   // Blocks until those jobs are done (bounded: guest_page_release.cpp). Allocates nothing.
   void wait_for_guest_page_users(PageUsers &users);
   void wait_for_submitted_work(int64_t abs_timeout_ns) const;
+  // Every kernel queue whose jobs may still run: the live ones, and destroyed ones still draining
+  // (QUEUE_DESTROY). User queues are the guest's: it tracks their progress itself.
+  template <class F>
+  void for_each_kernel_queue(F &&f) const {
+    queues_.for_each([&](uint32_t, const Queue &q) {
+      if (q.kernel) f(*q.kernel);
+    });
+    for (const auto &d : draining_)
+      f(d.watch->queue());
+  }
   bool drained(const DrainingWatch &d) const;
   void unwatch_queue(Queue &q);
   // Only a poll-mode context on an engine with eventfds has points delegated to the VMM's thread

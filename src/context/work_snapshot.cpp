@@ -21,13 +21,7 @@ void add_unfinished(const KernelQueue &q, std::vector<WorkSnapshot::Point> *poin
 
 WorkSnapshot ComputeContext::work_snapshot() const {
   std::vector<WorkSnapshot::Point> points;
-  queues_.for_each([&](uint32_t, const Queue &q) {
-    // User queues: the guest owns the ring and tracks its own progress.
-    if (q.kernel) add_unfinished(*q.kernel, &points);
-  });
-  // A destroyed queue's jobs were submitted ahead too, and may still run (QUEUE_DESTROY).
-  for (const auto &d : draining_)
-    add_unfinished(d.watch->queue(), &points);
+  for_each_kernel_queue([&](const KernelQueue &q) { add_unfinished(q, &points); });
   if (points.empty()) return {};
   return WorkSnapshot(dev_, std::move(points));
 }
@@ -65,15 +59,10 @@ bool wait_for_point(AmdgpuDevice &dev, const SyncTimeline &timeline, uint64_t po
 }
 
 void ComputeContext::wait_for_submitted_work(int64_t abs_timeout_ns) const {
-  auto wait = [&](const KernelQueue &q) {
+  for_each_kernel_queue([&](const KernelQueue &q) {
     if (q.last_submitted())
       wait_for_point(*dev_, *q.timeline(), q.last_submitted(), abs_timeout_ns);
-  };
-  queues_.for_each([&](uint32_t, const Queue &q) {
-    if (q.kernel) wait(*q.kernel);
   });
-  for (const auto &d : draining_)
-    wait(d.watch->queue());
 }
 
 }  // namespace rvgl
