@@ -127,6 +127,7 @@ constexpr U64Knob kU64Knobs[] = {
     {"RVGL_EMU_UDMABUF_SIZE_LIMIT_MB", &Config::udmabuf_size_limit_mb, 1, 1, 1ull << 20},
     {"RVGL_EMU_UDMABUF_PAGE_NS", &Config::udmabuf_page_ns, 1, 0, 1'000'000},
     {"RVGL_EMU_VM_FAULT_STOP", &Config::vm_fault_stop, 1, 0, 2},
+    {"RVGL_EMU_ENTITY_ERRORS", &Config::entity_errors, 1, 0, 1},
 };
 
 constexpr const char *kStructural[] = {
@@ -165,6 +166,7 @@ constexpr const char *kAllKnobs[] = {
     "RVGL_EMU_UDMABUF_SIZE_LIMIT_MB",
     "RVGL_EMU_UDMABUF_PAGE_NS",
     "RVGL_EMU_VM_FAULT_STOP",
+    "RVGL_EMU_ENTITY_ERRORS",
     "RVGL_EMU_NO_SYNCOBJ_EVENTFD",
 };
 

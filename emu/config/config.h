@@ -65,6 +65,9 @@ struct Config {
   uint64_t fault_va = 0, fault_len = 0;
   // amdgpu.vm_fault_stop: 0 never (the kernel's default), 1 as 0 on GFX9+, 2 always.
   uint64_t vm_fault_stop = 0;
+  // 1: the kernel of Linux 6.5 and later, whose amdgpu_ctx_get_entity() answers an entity's error
+  // (drm_sched_entity_error) to every ioctl naming it; 0: an older one.
+  uint64_t entity_errors = 0;
   bool no_syncobj_eventfd = false;  // hide DRM_IOCTL_SYNCOBJ_EVENTFD as a pre-6.6 kernel does
 
   uint32_t xcc_count() const { return xccs ? xccs : profile->default_xccs; }

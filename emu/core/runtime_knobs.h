@@ -33,6 +33,7 @@ struct RuntimeKnobs {
   std::atomic<uint64_t> udmabuf_size_limit_mb{64};
   std::atomic<uint64_t> udmabuf_page_ns{60};
   std::atomic<uint64_t> vm_fault_stop{0};
+  std::atomic<uint64_t> entity_errors{0};
   std::atomic<bool> no_syncobj_eventfd{false};
 
   void load(const Config &c) {
@@ -59,6 +60,7 @@ struct RuntimeKnobs {
     udmabuf_size_limit_mb = c.udmabuf_size_limit_mb;
     udmabuf_page_ns = c.udmabuf_page_ns;
     vm_fault_stop = c.vm_fault_stop;
+    entity_errors = c.entity_errors;
     no_syncobj_eventfd = c.no_syncobj_eventfd;
   }
 };

@@ -4,6 +4,7 @@
 #include <cerrno>
 
 #include "core/counters.h"
+#include "core/runtime_knobs.h"
 #include "exec/ring_worker.h"
 
 namespace rvgl::emu {
@@ -63,6 +64,21 @@ std::shared_ptr<Fence> Context::prev_fence(const EntityKey &key) const {
   if (i >= fences.size()) return nullptr;
   const std::shared_ptr<Fence> &f = fences[i].second;
   return f->is_signaled() ? nullptr : f;
+}
+
+int Context::entity_error(const EntityKey &key) const {
+  std::lock_guard lk(FenceDomain::mutex());
+  return entity_error_locked(key);
+}
+
+int Context::entity_error_locked(const EntityKey &key) const {
+  if (!knobs().entity_errors.load(std::memory_order_relaxed)) return 0;  // a kernel before 6.5
+  auto it = last_scheduled_.find(key);
+  return it == last_scheduled_.end() ? 0 : it->second->error_locked();
+}
+
+void Context::set_last_scheduled_locked(const EntityKey &key, std::shared_ptr<Fence> fence) {
+  last_scheduled_[key] = std::move(fence);
 }
 
 void Context::flush_entities() {

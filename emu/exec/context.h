@@ -55,6 +55,15 @@ class Context {
   // fences[sequence & (amdgpu_sched_jobs - 1)], i.e. that of the job amdgpu_sched_jobs (32)
   // sequence numbers back, while it has not signaled; null otherwise.
   std::shared_ptr<Fence> prev_fence(const EntityKey &key) const;
+  // drm_sched_entity_error(): the error of the entity's last job taken off it for the ring
+  // (entity->last_scheduled), 0 while that job has not ended or ended without one. Since Linux 6.5
+  // amdgpu_ctx_get_entity() answers it to every CS, WAIT_CS, WAIT_FENCES, FENCE_TO_HANDLE and
+  // dependency that names the entity, and amdgpu_job_prepare_job() gives it to each job popped
+  // after (all errors since 6.11: "drm/amdgpu: Forward soft recovery errors to userspace").
+  int entity_error(const EntityKey &key) const;
+  int entity_error_locked(const EntityKey &key) const;  // FenceDomain lock held
+  // drm_sched_entity_pop_job(): `fence` is the entity's last_scheduled now (FenceDomain lock).
+  void set_last_scheduled_locked(const EntityKey &key, std::shared_ptr<Fence> fence);
   // The ring the entity's jobs go to (its drm_gpu_scheduler), set by its first CS.
   void set_worker(const EntityKey &key, RingWorker *worker) { entities_[key].worker = worker; }
 
@@ -78,6 +87,9 @@ class Context {
   int32_t priority_;
   uint32_t reset_counter_, vram_lost_counter_;
   std::map<EntityKey, Entity> entities_;
+  // entity->last_scheduled of each entity that had a job popped: under the FenceDomain lock (the
+  // ring workers set it), not the file's context table lock that guards entities_.
+  std::map<EntityKey, std::shared_ptr<Fence>> last_scheduled_;
 };
 
 // One reference of Context::refs (amdgpu_ctx_get() ... amdgpu_ctx_put()): the last one to go

@@ -36,6 +36,12 @@ struct Job {
   std::shared_ptr<Fence> fence;
   uint64_t seq = 0;
   uint64_t ordinal = 0;  // nth job of its context
+  // Taken off the entity for the ring (drm_sched_entity_pop_job) while the job ahead of it still
+  // ran: its prepare_job saw the entity as it was then (RingWorker::pop_behind_locked).
+  bool popped = false;
+  // What amdgpu_job_prepare_job() found when the job was popped: the entity's error, which the
+  // job takes without running (FenceDomain lock).
+  int prepare_error = 0;
   // The user fence (CS FENCE chunk): seq is written here when the job completes.
   std::shared_ptr<BufferObject> user_fence_bo;
   uint64_t user_fence_offset = 0;

@@ -149,6 +149,7 @@ void RingWorker::loop() {
     auto it = std::find_if(queue_.begin(), queue_.end(), [&](auto &j) { return j.get() == pick; });
     std::unique_ptr<Job> job = std::move(*it);
     queue_.erase(it);
+    if (!job->popped) pop_locked(*job);
     busy_ = true;
     scheduled_.wake_all_locked();  // drm_sched_run_job_work(): wake_up(&sched->job_scheduled)
     lk.unlock();
@@ -168,8 +169,34 @@ std::unique_ptr<Job> RingWorker::take_next_on_ring(const Context &ctx) {
   auto it = std::find_if(queue_.begin(), queue_.end(), [&](auto &j) { return j.get() == next; });
   std::unique_ptr<Job> taken = std::move(*it);
   queue_.erase(it);
+  if (!taken->popped) pop_locked(*taken);
   scheduled_.wake_all_locked();
   return taken;
+}
+
+void RingWorker::pop_locked(Job &job) {
+  // amdgpu_job_prepare_job() runs as the job's dependencies are taken, before the job becomes the
+  // entity's last_scheduled: it sees the error of the one popped before it.
+  const EntityKey key{job.ip, 0, job.ring};
+  job.popped = true;
+  job.prepare_error = job.ctx->entity_error_locked(key);
+  job.ctx->set_last_scheduled_locked(key, job.fence);
+}
+
+void RingWorker::pop_behind_locked(const Context &ctx) {
+  // With room for 2 jobs on the ring (amdgpu_sched_hw_submission), the scheduler popped its next
+  // pick while the failing job still ran: if that is the same entity's next job, it was prepared
+  // before the failure, and it is the entity's last_scheduled now, not the failed job.
+  Job *next = find_ready_locked();
+  if (next && next->ctx.get() == &ctx && !next->popped) pop_locked(*next);
+}
+
+void RingWorker::fail(Job &job, int error) {
+  {
+    std::lock_guard lk(FenceDomain::mutex());
+    pop_behind_locked(*job.ctx);
+  }
+  finish(job, error);
 }
 
 void RingWorker::finish(Job &job, int error) {
@@ -219,6 +246,11 @@ void RingWorker::run(Job &job) {
     finish(job, -ECANCELED);
     return;
   }
+  // drm_sched_run_job_work(): a job whose prepare_job set an error is not run; it signals with it.
+  if (job.prepare_error) {
+    finish(job, job.prepare_error);
+    return;
+  }
   if (const uint64_t us = k.job_latency_us.load())
     std::this_thread::sleep_for(std::chrono::microseconds(us));
 
@@ -251,7 +283,7 @@ void RingWorker::run(Job &job) {
     // worked); nothing is marked guilty and other contexts' work is not touched.
     stall_until(lockup);
     end_of_job(true);
-    finish(job, -ENODATA);
+    fail(job, -ENODATA);
     count_recovery();
     return;
   }
@@ -286,7 +318,7 @@ void RingWorker::run(Job &job) {
     resets_.gpu_resets.fetch_add(1);
     counters().gpu_resets.fetch_add(1, std::memory_order_relaxed);
     if (reset_us) stall_until(over);
-    finish(job, -ETIME);
+    fail(job, -ETIME);
     return;
   }
   if (k.reset_job.load() && job.ordinal == k.reset_job.load()) {
@@ -294,7 +326,7 @@ void RingWorker::run(Job &job) {
     resets_.gpu_resets.fetch_add(1);
     if (k.reset_vram_lost.load()) resets_.vram_lost.fetch_add(1);
     counters().gpu_resets.fetch_add(1, std::memory_order_relaxed);
-    finish(job, -ECANCELED);
+    fail(job, -ECANCELED);
     return;
   }
 
@@ -344,7 +376,7 @@ void RingWorker::run(Job &job) {
       // other contexts and files are not touched.
       ctx.guilty = true;
       ctx.reset_seen = true;
-      finish(job, -ETIME);
+      fail(job, -ETIME);
       return;
     case ExecStatus::Aborted:
       finish(job, -ECANCELED);

@@ -62,6 +62,13 @@ class RingWorker {
   void begin_full_reset(Deadline over);
   void wait_out_full_reset();
   void finish(Job &job, int error);
+  // A job that ran and failed: the next pick is popped first where the kernel would have had it
+  // on the ring already (pop_behind_locked), then the job ends with `error`.
+  void fail(Job &job, int error);
+  // drm_sched_entity_pop_job() for `job` (FenceDomain lock held): its prepare_job error, and the
+  // job as its entity's last_scheduled.
+  void pop_locked(Job &job);
+  void pop_behind_locked(const Context &ctx);
   void cancel_queued();
   std::unique_ptr<Job> take_next_on_ring(const Context &ctx);
 

@@ -34,6 +34,7 @@ struct OutSyncobj {
 };
 
 struct Parsed {
+  const Context *ctx = nullptr;
   std::vector<IbRange> ibs;
   bool have_entity = false;
   EntityKey entity;
@@ -58,6 +59,8 @@ int parse_ib(DeviceFile &f, const std::vector<uint8_t> &bytes, Parsed &p) {
   std::memcpy(&ib, bytes.data(), sizeof(ib));
   if (int r = validate_entity(f.device, ib.ip_type, ib.ip_instance, ib.ring)) return r;
   const EntityKey key{ib.ip_type, ib.ip_instance, ib.ring};
+  // amdgpu_cs_job_idx() -> amdgpu_ctx_get_entity(): an entity in error takes no more jobs.
+  if (int r = p.ctx->entity_error(key)) return r;
   // Gang submissions (IBs for several engines in one CS) are not emulated.
   if (p.have_entity && !(p.entity == key)) return -EINVAL;
   p.entity = key;
@@ -168,6 +171,7 @@ int amdgpu_ioctl_cs(DeviceFile &f, void *data) {
   if (copy_from_user(chunk_ptrs.data(), in.chunks, chunk_ptrs.size() * sizeof(uint64_t)))
     return -EFAULT;
   Parsed p;
+  p.ctx = &*ctx;
   std::vector<uint8_t> bytes;
   for (uint64_t ptr : chunk_ptrs) {
     drm_amdgpu_cs_chunk chunk;

@@ -21,6 +21,8 @@ int lookup_job_fence(DeviceFile &f, uint32_t ctx_id, uint32_t ip, uint32_t insta
   std::lock_guard lk(f.contexts.mutex());
   auto ctx = f.contexts.get_locked(ctx_id);
   if (!ctx) return -EINVAL;
+  // amdgpu_ctx_get_entity(): an entity whose last popped job failed answers that error.
+  if (int r = ctx->entity_error({ip, instance, ring})) return r;
   return ctx->get_fence({ip, instance, ring}, seq, out);
 }
 
@@ -29,6 +31,7 @@ int get_job_fence(DeviceFile &f, uint32_t ctx_id, uint32_t ip, uint32_t instance
   ContextRef ctx = ctx_get(f, ctx_id);
   if (!ctx) return -EINVAL;
   if (int r = validate_entity(f.device, ip, instance, ring)) return r;
+  if (int r = ctx->entity_error({ip, instance, ring})) return r;  // amdgpu_ctx_get_entity()
   {
     std::lock_guard lk(f.contexts.mutex());  // the context's ring_lock
     if (int r = ctx->get_fence({ip, instance, ring}, seq, out)) return r;

@@ -366,3 +366,82 @@ TEST_CASE("RVGL_EMU_JOB_LATENCY_US delays every job", "[fault-injection]") {
   CHECK(wait_cs(r.fd.get(), r.ctx, AMDGPU_HW_IP_DMA, 0, seq, abs_timeout_ms(5000)) == 0);
   CHECK(now_ns() - t0 >= 50000000ull);
 }
+
+TEST_CASE("RVGL_EMU_ENTITY_ERRORS: an entity whose last popped job failed answers that error",
+          "[fault-injection][acceptance]") {
+  // Linux 6.5+: amdgpu_ctx_get_entity() returns drm_sched_entity_error(), the error of the
+  // entity's last_scheduled job, to CS and WAIT_CS whatever job they name; amdgpu_job_prepare_job()
+  // gives it to every job popped after. A job the scheduler had already put on the ring behind
+  // the failing one (2 per ring) was prepared before the failure.
+  Knob lockup("RVGL_EMU_LOCKUP_TIMEOUT_MS", "100", "2000");
+  Knob entity("RVGL_EMU_ENTITY_ERRORS", "1", "0");
+  REQUIRE(entity.rc() == 0);
+  uint64_t seq[4] = {}, other = 0, later = 0;
+
+  SECTION("soft recovery of the entity's last job: its error from then on, for every ioctl") {
+    Knob soft("RVGL_EMU_SOFT_RECOVER_JOB", "2", "0");
+    UserFencedRing r;
+    REQUIRE(r.write(r.ctx, 0, &seq[0]) == 0);
+    REQUIRE(r.write(r.ctx, 1, &seq[1]) == 0);  // killed
+    CHECK(r.wait(r.ctx, seq[1]) == -ENODATA);
+    CHECK(r.wait(r.ctx, seq[0]) == -ENODATA);  // job 1 ran, but the entity answers
+    CHECK(r.data()[0] == 1);
+    CHECK(r.user_fence() == seq[1]);  // the killed job wrote its user fence as any job
+    CHECK(r.write(r.ctx, 2, &later) == -ENODATA);
+    REQUIRE(r.write(r.bystander, 3, &other) == 0);  // another context is not touched
+    CHECK(r.wait(r.bystander, other) == 0);
+  }
+  SECTION(
+      "soft recovery with the next job already on the ring: that job runs, the entity is clear") {
+    Knob soft("RVGL_EMU_SOFT_RECOVER_JOB", "2", "0");
+    UserFencedRing r;
+    for (uint32_t i = 0; i < 3; ++i)
+      REQUIRE(r.write(r.ctx, i, &seq[i]) == 0);
+    CHECK(r.wait(r.ctx, seq[2]) == 0);
+    CHECK(r.data()[2] == 3);
+    CHECK(r.wait(r.ctx, seq[0]) == 0);
+    REQUIRE(r.write(r.ctx, 3, &seq[3]) == 0);
+    CHECK(r.wait(r.ctx, seq[3]) == 0);
+    CHECK(r.data()[3] == 4);
+  }
+  SECTION("a ring reset that cancels the job behind: -ECANCELED for the entity, later jobs too") {
+    Knob ring_reset("RVGL_EMU_RING_RESET_JOB", "2", "0");
+    UserFencedRing r;
+    for (uint32_t i = 0; i < 4; ++i)
+      REQUIRE(r.write(r.ctx, i, &seq[i]) == 0);
+    // A wait under way when the job failed sees the job's own error; once the job behind it was
+    // cancelled (the entity's last popped), every later ioctl gets -ECANCELED, the hung job's too.
+    CHECK(r.wait(r.ctx, seq[1]) == -ETIME);
+    CHECK(r.wait(r.ctx, seq[3]) == -ECANCELED);
+    CHECK(r.wait(r.ctx, seq[1]) == -ECANCELED);
+    CHECK(r.wait(r.ctx, seq[0]) == -ECANCELED);
+    CHECK(r.data()[0] == 1);
+    CHECK(r.data()[1] == 0);
+    CHECK(r.data()[2] == 0);
+    CHECK(r.data()[3] == 0);  // prepared after the failure: never run
+    CHECK(r.user_fence() == seq[0]);
+    CHECK(r.write(r.ctx, 4, &later) == -ECANCELED);
+  }
+  SECTION("a ring reset of the entity's last job: -ETIME from then on") {
+    Knob ring_reset("RVGL_EMU_RING_RESET_JOB", "2", "0");
+    UserFencedRing r;
+    REQUIRE(r.write(r.ctx, 0, &seq[0]) == 0);
+    REQUIRE(r.write(r.ctx, 1, &seq[1]) == 0);  // hangs
+    REQUIRE(r.write(r.bystander, 4, &other) == 0);
+    CHECK(r.wait(r.ctx, seq[1]) == -ETIME);
+    CHECK(r.wait(r.bystander, other) == 0);
+    CHECK(r.wait(r.ctx, seq[0]) == -ETIME);
+    CHECK(r.write(r.ctx, 2, &later) == -ETIME);
+  }
+  SECTION("0 (a kernel before 6.5): each job answers its own error") {
+    Knob old("RVGL_EMU_ENTITY_ERRORS", "0", "0");
+    Knob ring_reset("RVGL_EMU_RING_RESET_JOB", "2", "0");
+    UserFencedRing r;
+    REQUIRE(r.write(r.ctx, 0, &seq[0]) == 0);
+    REQUIRE(r.write(r.ctx, 1, &seq[1]) == 0);  // hangs
+    CHECK(r.wait(r.ctx, seq[1]) == -ETIME);
+    CHECK(r.wait(r.ctx, seq[0]) == 0);
+    REQUIRE(r.write(r.ctx, 2, &later) == 0);
+    CHECK(r.wait(r.ctx, later) == 0);
+  }
+}
