@@ -19,6 +19,7 @@
 #include <thread>
 #include <vector>
 
+#include "support/product_scope.h"
 #include "virgl_api.h"
 
 namespace rvgl::hooks_test {
@@ -105,7 +106,9 @@ class Renderer {
 
   explicit Renderer(const Options &o) : opts_(o) {
     cbs_.version = o.callbacks_version;
+    // The callbacks are the VMM's code: an allocation sweep refuses none of theirs.
     cbs_.write_fence = [](void *cookie, uint32_t fence) {
+      rvgl::test::TestCallback vmm;
       auto *self = static_cast<Renderer *>(cookie);
       std::lock_guard lk(self->ctx0_mu_);
       self->ctx0_fences_.push_back(fence);
@@ -117,6 +120,7 @@ class Renderer {
     };
     if (o.callbacks_version >= 3) {
       cbs_.write_context_fence = [](void *cookie, uint32_t ctx, uint32_t ring, uint64_t id) {
+        rvgl::test::TestCallback vmm;
         auto *self = static_cast<Renderer *>(cookie);
         self->fences_.record(ctx, ring, id);
         if (self->after_context_fence_) self->after_context_fence_(ctx, ring, id);
