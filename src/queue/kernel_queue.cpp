@@ -156,9 +156,10 @@ bool KernelQueue::knows_job(uint64_t seq) const {
   return false;
 }
 
-int KernelQueue::job_error(uint64_t seq, uint64_t *job, bool *unread) const {
+int KernelQueue::job_error(uint64_t seq, uint64_t *job, bool *unread, bool *shared) const {
   *job = 0;
   *unread = false;
+  *shared = false;
   uint64_t handle = 0;
   {
     std::unique_lock lk(recent_mu_);
@@ -187,15 +188,45 @@ int KernelQueue::job_error(uint64_t seq, uint64_t *job, bool *unread) const {
   }
   if (!handle) return 0;
   const int r = dev_->wait_cs(ctx_id_, hw_ip(), 0, handle, 0);
-  if (is_job_error(r)) return r;
+  if (is_job_error(r)) {
+    if (const int err = context_error()) {
+      *shared = true;
+      return err;
+    }
+    return r;
+  }
   *unread = query_failed(r);
   return 0;
 }
 
-int KernelQueue::first_error_between(uint64_t after, uint64_t upto, uint64_t *failed,
-                                     bool *unread) const {
+int KernelQueue::context_error() const {
+  // Handle 0 is older than any job (the kernel numbers a context's jobs from 1):
+  // amdgpu_ctx_get_fence() has no fence for it and answers "signalled", so only the context's
+  // own error (amdgpu_ctx_get_entity(), asked first) can come back.
+  const int r = dev_->wait_cs(ctx_id_, hw_ip(), 0, 0, 0);
+  return is_job_error(r) ? r : 0;
+}
+
+uint64_t KernelQueue::failed_by_user_fence(
+    int err, std::span<const std::pair<uint64_t, uint64_t>> jobs) const {
+  if (jobs.empty()) return 0;
+  if (!user_fence_) return jobs.front().first;
+  const uint64_t written = user_fence_->read();
+  if (err == -ENODATA) {
+    for (auto it = jobs.rbegin(); it != jobs.rend(); ++it)
+      if (it->second <= written) return it->first;
+    return 0;
+  }
+  for (const auto &[seq, handle] : jobs)
+    if (handle > written) return seq;
+  return 0;
+}
+
+int KernelQueue::first_error_between(uint64_t after, uint64_t upto, uint64_t *failed, bool *unread,
+                                     bool *shared) const {
   *failed = 0;
   *unread = false;
+  *shared = false;
   const uint64_t newest = last_submitted();
   if (newest > kKernelFences) after = std::max(after, newest - kKernelFences);
   if (upto <= after) return 0;
@@ -209,6 +240,12 @@ int KernelQueue::first_error_between(uint64_t after, uint64_t upto, uint64_t *fa
   for (size_t i = 0; i < n; ++i) {
     const int r = dev_->wait_cs(ctx_id_, hw_ip(), 0, jobs[i].second, 0);
     if (is_job_error(r)) {
+      if (const int err = context_error()) {
+        // Every job answers it: this one's answer says nothing of this job.
+        *shared = true;
+        *failed = failed_by_user_fence(err, {jobs.data(), n});
+        return *failed ? err : 0;
+      }
       *failed = jobs[i].first;
       return r;
     }

@@ -70,8 +70,9 @@ class KernelQueue {
   // *job, 0 if none is), 0 if it completed without one (or is not known). *unread: the kernel did
   // not answer (the query itself failed), or `seq` (not 0) is still past every recorded
   // submission after waiting kRecordWait for submit() to record it, and the user fence does not
-  // show it ran to its end, so nothing is known of that job.
-  int job_error(uint64_t seq, uint64_t *job, bool *unread) const;
+  // show it ran to its end, so nothing is known of that job. *shared (when an error is returned):
+  // it was the context's error, not that job's own (context_error()).
+  int job_error(uint64_t seq, uint64_t *job, bool *unread, bool *shared) const;
   // Whether the kernel fence of submission `seq` itself is known. A point can be reached before
   // its submit() has recorded the fence (the job ran while the CS ioctl returned); job_error(seq)
   // waits for that record (see there).
@@ -79,9 +80,17 @@ class KernelQueue {
   // The error of the first job in (after, upto] that failed, asked of the kernel whatever its user
   // fence says (a job the timeout's soft recovery killed wrote it), and that job's seq in
   // *failed; 0 if none did. Only the newest kKernelFences submissions can answer: the kernel
-  // reports older ones signalled without an error. One WAIT_CS per job asked. *unread: a query
-  // failed before an error was found, so the jobs from there on are not known to be clean.
-  int first_error_between(uint64_t after, uint64_t upto, uint64_t *failed, bool *unread) const;
+  // reports older ones signalled without an error. One WAIT_CS per job asked, and one more when
+  // one failed (context_error()). *unread: a query failed before an error was found, so the jobs
+  // from there on are not known to be clean. *shared: the kernel answered the context's error
+  // for every job, so the failed one was told apart by the user fence (failed_by_user_fence()).
+  int first_error_between(uint64_t after, uint64_t upto, uint64_t *failed, bool *unread,
+                          bool *shared) const;
+  // Linux 6.5+ answers every WAIT_CS of a kernel context whose last job taken for the ring failed
+  // with that job's error (amdgpu_ctx_get_entity() -> drm_sched_entity_error()), whichever job it
+  // names, and refuses more work with it; older kernels answer each job's own. That error, or 0
+  // (no such error, or an older kernel, or the query failed). One WAIT_CS.
+  int context_error() const;
 
   // ---- published health (written by QueueHealth only) ----
   using Status = QueueStatus;
@@ -96,6 +105,12 @@ class KernelQueue {
   // The newest recorded submission at or after `floor` whose job the user fence page shows
   // finished; 0 for none.
   uint64_t newest_finished(uint64_t floor) const;
+  // Among `jobs` ((seq, kernel handle), oldest first), the one the context's error `err` is of,
+  // when every job answers it: the GPU wrote the user fence for each job it ran to its end, and
+  // for a job the timeout's soft recovery killed (-ENODATA), which is then the newest written;
+  // any other failed job wrote nothing, the first not written. 0 when none of `jobs` is it;
+  // without a user fence, the first.
+  uint64_t failed_by_user_fence(int err, std::span<const std::pair<uint64_t, uint64_t>> jobs) const;
 
   std::shared_ptr<AmdgpuDevice> dev_;
   uint32_t ip_;

@@ -381,8 +381,9 @@ void QueueHealth::verify_jobs(std::vector<Seen> &seen) {
     if (s.before.lost || s.job_error) continue;
     const uint64_t upto = std::min(s.reached, s.verify_to);
     if (upto <= s.verified_to) continue;
-    bool unread = false;
-    s.job_error = s.q->first_error_between(s.verified_to, upto, &s.failed_seq, &unread);
+    bool unread = false, shared = false;
+    s.job_error = s.q->first_error_between(s.verified_to, upto, &s.failed_seq, &unread, &shared);
+    s.shared_error = s.job_error && shared;
     if (unread)
       s.unread = true;  // asked again from the same job by the next look
     else
@@ -463,8 +464,8 @@ void QueueHealth::check(int64_t now) {
     // (the kernel sets one only on a job that hung, was cancelled or never ran); the kernel is
     // asked about the others.
     uint64_t job = 0;
-    bool unread = false;
-    if (!s.q->finished(s.reached)) s.job_error = s.q->job_error(s.reached, &job, &unread);
+    bool unread = false, shared = false;
+    if (!s.q->finished(s.reached)) s.job_error = s.q->job_error(s.reached, &job, &unread, &shared);
     if (unread) {
       // Not known to be clean: the probe does not answer for its context.
       s.unread = true;
@@ -474,15 +475,17 @@ void QueueHealth::check(int64_t now) {
     if (!s.job_error) continue;
     none_failed = false;
     s.failed_seq = job;
+    s.shared_error = shared;
     // The cause is the queue's first failed job, not its newest: after a timeout the kernel
     // gives the hung job -ETIME and cancels its context's later jobs (-ECANCELED: a guilty
     // context's work in drm_sched_entity_pop_job(), the guilty context's fences in a per-ring
     // reset). Rare (a queue is lost once), so its recent jobs before that one are asked one by
     // one.
     uint64_t first = 0;
-    if (const int e = s.q->first_error_between(0, job - 1, &first, &unread)) {
+    if (const int e = s.q->first_error_between(0, job - 1, &first, &unread, &shared)) {
       s.job_error = e;
       s.failed_seq = first;
+      s.shared_error = shared;
     }
     if (unread) s.unread = true;  // the first failure, the cause, is not known yet
   }
@@ -554,10 +557,16 @@ void QueueHealth::check(int64_t now) {
     if (s.awaits_signal) continue;
     KernelQueue::Status st = s.before;
     uint32_t flags = 0;
-    bool lost = s.job_error != 0;
+    // Linux 6.5+, where every job of a context answers its last one's error (shared_error): a
+    // GUILTY context's failed job is the one the timeout handler blamed, whose own error it set
+    // to -ETIME (amdgpu_job_timedout()), whatever later job of it the answer came from.
+    const bool blamed =
+        s.shared_error && s.job_error && (s.ctx_flags & AMDGPU_CTX_QUERY2_FLAGS_GUILTY);
+    const int job_error = blamed ? -ETIME : s.job_error;
+    bool lost = job_error != 0;
     // Past its timeout, whether the GPU or the ring was reset (-ETIME) or its waves were killed
     // (-ENODATA).
-    const bool timed_out = s.job_error == -ETIME || s.job_error == -ENODATA;
+    const bool timed_out = job_error == -ETIME || job_error == -ENODATA;
     // Another context's hang reset the GPU under us (or was soft-recovered: the kernel counts
     // that as a reset too). A job of our own that timed out moved the counter itself, with
     // nothing marked guilty when the kernel killed its waves (soft recovery) or reset only its
@@ -567,7 +576,7 @@ void QueueHealth::check(int64_t now) {
     // this look took its progress): the check its completion brings classifies it, verified,
     // and reads its context again (this read is not recorded as current).
     const bool reset = (s.ctx_flags & AMDGPU_CTX_QUERY2_FLAGS_RESET) && !timed_out;
-    const bool innocent_later = reset && !s.job_error && s.reached < s.verify_to;
+    const bool innocent_later = reset && !job_error && s.reached < s.verify_to;
     if (s.ctx_flags & AMDGPU_CTX_QUERY2_FLAGS_GUILTY) {
       flags |= RVGL_QUEUE_FLAG_GUILTY;
       lost = true;
@@ -611,7 +620,7 @@ void QueueHealth::check(int64_t now) {
     st.flags |= flags;
     if (lost) {
       st.lost = true;
-      st.error = s.job_error ? s.job_error : -ECANCELED;
+      st.error = job_error ? job_error : -ECANCELED;
     }
     // Read after the newest probe answer: only a later answer's reset can make it stale.
     if (s.ctx_read && !innocent_later)

@@ -194,6 +194,9 @@ class QueueHealth final : public CompletionEngine::Watch, public ResetListener {
     bool ctx_read = false;                    // ctx_flags came from the queue's own context
     uint64_t verify_to = 0, verified_to = 0;  // as Tracked's
     uint64_t failed_seq = 0;                  // the job job_error is of: the first that failed
+    // job_error is the context's, which every job of it answers (Linux 6.5+, kernel_queue.h
+    // context_error()): failed_seq was told apart by the user fence.
+    bool shared_error = false;
     // A query about its jobs or its context failed: nothing is classified from this look (a job
     // that failed must not pass for clean), and the queue is looked at again.
     bool unread = false;

@@ -606,13 +606,22 @@ TEST_CASE("a soft-recovered last job counted late is one hang of its queue, 20 t
   one_hang_of_its_queue("RVGL_EMU_SOFT_RECOVER_JOB", 13000, -ENODATA, std::nullopt);
 }
 
+// [per-job-errors]: a kernel before 6.5, where the context's jobs queued behind the reset run on.
 TEST_CASE("a hang only its queue's reset ended is one hang of its queue, 20 times each mode",
-          "[robust][events]") {
+          "[robust][events][per-job-errors]") {
   // amdgpu_ring_reset() (Linux 6.12+), when soft recovery cannot end a hang: the job's fence gets
   // -ETIME without its user fence, the job the ring held behind it (same kernel context) is
   // cancelled, later jobs run; the device's reset counter moves and nobody is guilty. So the
   // queue's newest job may have succeeded while an earlier one hung.
   one_hang_of_its_queue("RVGL_EMU_RING_RESET_JOB", 9000, -ETIME, 0);
+}
+
+TEST_CASE("a last job only its queue's reset ended is one hang of its queue, 20 times each mode",
+          "[robust][events]") {
+  // As above with nothing queued behind the hung job: on Linux 6.5+ (robustness-entity-errors)
+  // every job of its context then answers the hung job's -ETIME, the first job's too, and the
+  // hang is still named by its own job.
+  one_hang_of_its_queue("RVGL_EMU_RING_RESET_JOB", 17000, -ETIME, std::nullopt);
 }
 
 TEST_CASE("a hung queue is reported, then destroyed and recreated, 10 times each mode",
