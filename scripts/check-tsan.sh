@@ -12,7 +12,8 @@ targets=(tests/unit_tests tests/context_tests tests/robustness_tests tests/alloc
          tests/hooks/hooks_limits_test tests/hooks/hooks_alloc_sweep tests/guest/guest_tests)
 ninja -C "$builddir" "${targets[@]}"
 export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
-for t in unit context-gfx1100 context-gfx1100-no-eventfd robustness robustness-no-eventfd alloc-sweep \
+for t in unit context-gfx1100 context-gfx1100-no-eventfd robustness robustness-no-eventfd \
+         robustness-entity-errors alloc-sweep \
          spm-gfx1100 emu-gfx1100 hooks-api hooks-profile-qemu-10.0 hooks-profile-crosvm \
          hooks-profile-qemu-11-drm \
          hooks-profile-qemu-10.1-async hooks-profile-global-1000-async hooks-limits hooks-alloc-sweep guest; do
