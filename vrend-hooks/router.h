@@ -124,6 +124,22 @@ class Router {
   // The capset id we serve: the configured one, or 0 (none) when it is reserved.
   uint32_t our_capset();
   std::vector<std::shared_ptr<ComputeContext>> all_contexts();
+  // Calls f(context) for each context of ours, one at a time and outside the lock, allocating
+  // nothing: a detach or an unref must revoke every use of the pages whatever the memory.
+  // Contexts created meanwhile with a higher id are visited too; destroyed ones may still be.
+  template <class F>
+  void for_each_context(F &&f) {
+    for (uint32_t from = 0;;) {
+      uint32_t id = 0;
+      const std::shared_ptr<ComputeContext> c = context_from(from, &id);
+      if (!c) return;
+      f(c);
+      if (id == UINT32_MAX) return;
+      from = id + 1;
+    }
+  }
+  // The context of ours with the lowest id at or above `from` (its id in *id), or null.
+  std::shared_ptr<ComputeContext> context_from(uint32_t from, uint32_t *id);
   int create_our_context(uint32_t ctx_id);
   // Everything of ours goes: contexts (outside the lock), then resources.
   void drop_everything();

@@ -38,6 +38,14 @@ std::vector<std::shared_ptr<ComputeContext>> Router::all_contexts() {
   return v;
 }
 
+std::shared_ptr<ComputeContext> Router::context_from(uint32_t from, uint32_t *id) {
+  std::lock_guard lk(mu_);
+  auto it = contexts_.lower_bound(from);
+  if (it == contexts_.end()) return nullptr;
+  *id = it->first;
+  return it->second;
+}
+
 bool Router::owns_context(uint32_t ctx_id) {
   return fast_context(ctx_id) != nullptr;
 }

@@ -177,9 +177,9 @@ void Router::poll() {
   if (auto real = RVGL_REAL(virgl_renderer_poll)) real();
   // Like the real library's poll of its non-virgl contexts. A context destroyed by a fence
   // callback on this thread stays alive until its poll returns, and is not polled after.
-  for (auto &c : all_contexts()) {
+  for_each_context([this](const std::shared_ptr<ComputeContext> &c) {
     if (our_context(c->ctx_id()) == c) c->poll();
-  }
+  });
   // The VMM's timer (QEMU: every 10 ms while fences are pending) is where held global fences
   // go out in poll mode.
   global_.check();

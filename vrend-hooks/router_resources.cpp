@@ -74,8 +74,8 @@ int Router::resource_create_blob(const virgl_renderer_resource_create_blob_args 
 }
 
 void Router::detach_from_all_contexts(uint32_t res_id) {
-  for (auto &c : all_contexts())
-    c->detach_resource(res_id);
+  for_each_context(
+      [res_id](const std::shared_ptr<ComputeContext> &c) { c->detach_resource(res_id); });
 }
 
 bool Router::resource_detach_iov(uint32_t res_id, iovec **iov_p, int *num_iovs_p) {
