@@ -121,8 +121,7 @@ int32_t ContextMemory::bo_create(const rvgl_req_bo_create &q, rvgl_rsp_bo_create
                                  kernel_create_flags(q.domain, q.flags), &handle))
     return err;
   auto obj =
-      std::make_shared<MemoryObject>(dev_, MemoryObject::Kind::kBo, q.domain,
-                                     std::vector<MemoryObject::Segment>{{handle, q.size}}, false);
+      MemoryObject::adopt_one(dev_, MemoryObject::Kind::kBo, q.domain, {handle, q.size}, false);
   obj->set_charge(std::move(charge));
   obj->set_bo_flags(q.flags);
   obj->set_blob_id(q.blob_id);
@@ -163,24 +162,40 @@ int32_t ContextMemory::va_map(const rvgl_req_va_map &q) {
   const uint32_t kflags = kernel_va_flags(q.flags);
   int err = 0;
   uint64_t mapped = 0;
-  obj->for_each_piece(
-      q.offset, q.size, [&](uint32_t handle, uint64_t off, uint64_t gpu_off, uint64_t len) {
-        if (err) return;
-        err = dev_->gem_va(AMDGPU_VA_OP_MAP, handle, q.va + gpu_off, off, len, kflags);
-        if (err) return;
-        resident_.add(handle);
-        mapped = gpu_off + len;
-      });
+  try {
+    obj->for_each_piece(
+        q.offset, q.size, [&](uint32_t handle, uint64_t off, uint64_t gpu_off, uint64_t len) {
+          if (err) return;
+          // Counted resident before the kernel maps it: out of memory there, nothing of this
+          // piece exists, and the pieces before it are undone below.
+          resident_.add(handle);
+          err = dev_->gem_va(AMDGPU_VA_OP_MAP, handle, q.va + gpu_off, off, len, kflags);
+          if (err) {
+            resident_.remove(handle);
+            return;
+          }
+          mapped = gpu_off + len;
+        });
+  } catch (const std::bad_alloc &) {
+    err = -ENOMEM;
+  }
   VaMapping m{q.va, q.size, q.offset, q.flags, std::move(obj), pieces};
   if (err) {
     // Undo the pieces that made it.
     if (mapped) unmap(VaMapping{q.va, mapped, q.offset, q.flags, m.object});
     return err;
   }
+  // Recorded, or undone: a kernel mapping nobody knows of would outlive the object's revoke.
+  MemoryObject &mapped_obj = *m.object;
+  try {
+    va_.insert(std::move(m));
+  } catch (const std::bad_alloc &) {
+    unmap(m);
+    return -ENOMEM;
+  }
   kernel_mappings_ += pieces;
   mapped_bytes_ += q.size;
-  m.object->note_gpu_mapped();
-  va_.insert(std::move(m));
+  mapped_obj.note_gpu_mapped();
   return 0;
 }
 
@@ -303,8 +318,7 @@ int ContextMemory::attach_foreign(uint32_t res_id, UniqueFd dmabuf, uint64_t siz
       return e;
     }
     auto obj =
-        std::make_shared<MemoryObject>(dev_, MemoryObject::Kind::kImported, 0,
-                                       std::vector<MemoryObject::Segment>{{handle, size}}, false);
+        MemoryObject::adopt_one(dev_, MemoryObject::Kind::kImported, 0, {handle, size}, false);
     obj->set_charge(Charge(usage_, Usage::Pool::kOther, 0));
     registry_->add(obj);
     owner = std::move(obj);

@@ -20,6 +20,33 @@ MemoryObject::MemoryObject(std::shared_ptr<AmdgpuDevice> dev, Kind kind, uint32_
     size_ += s.size;
 }
 
+std::shared_ptr<MemoryObject> MemoryObject::adopt(const std::shared_ptr<AmdgpuDevice> &dev,
+                                                  Kind kind, uint32_t domain,
+                                                  std::vector<Segment> &&segments,
+                                                  bool gpu_read_only) {
+  try {
+    // make_shared allocates before it constructs: the list is moved from only once that worked.
+    return std::make_shared<MemoryObject>(dev, kind, domain, std::move(segments), gpu_read_only);
+  } catch (...) {
+    for (const Segment &s : segments)
+      dev->gem_close(s.handle);
+    throw;
+  }
+}
+
+std::shared_ptr<MemoryObject> MemoryObject::adopt_one(const std::shared_ptr<AmdgpuDevice> &dev,
+                                                      Kind kind, uint32_t domain, Segment segment,
+                                                      bool gpu_read_only) {
+  std::vector<Segment> one;
+  try {
+    one.push_back(segment);
+  } catch (...) {
+    dev->gem_close(segment.handle);
+    throw;
+  }
+  return adopt(dev, kind, domain, std::move(one), gpu_read_only);
+}
+
 MemoryObject::~MemoryObject() {
   // Handles first: a userptr handle must not outlive the host mapping it points into.
   cpu_map_.reset();

@@ -36,6 +36,17 @@ class MemoryObject {
   // that must outlive the handles, e.g. the host alias a userptr handle points into).
   MemoryObject(std::shared_ptr<AmdgpuDevice> dev, Kind kind, uint32_t domain,
                std::vector<Segment> segments, bool gpu_read_only);
+  // The object that takes `segments`' GEM handles, made so that a handle always has an owner:
+  // if the object cannot be made (out of memory: thrown on), the handles are closed first.
+  // Otherwise one just created would stay in the kernel until the context's file closed, a
+  // userptr one using the guest's pages after their resource is gone.
+  static std::shared_ptr<MemoryObject> adopt(const std::shared_ptr<AmdgpuDevice> &dev, Kind kind,
+                                             uint32_t domain, std::vector<Segment> &&segments,
+                                             bool gpu_read_only);
+  // adopt() of one handle (closed as well if its list cannot be made).
+  static std::shared_ptr<MemoryObject> adopt_one(const std::shared_ptr<AmdgpuDevice> &dev,
+                                                 Kind kind, uint32_t domain, Segment segment,
+                                                 bool gpu_read_only);
   ~MemoryObject();
   MemoryObject(const MemoryObject &) = delete;
   MemoryObject &operator=(const MemoryObject &) = delete;
@@ -87,7 +98,12 @@ class MemoryObject {
   uint32_t kernel_objects() const { return static_cast<uint32_t>(segments_.size()); }
 
   // Resources that must live as long as the handles.
-  void keep_alive(Mapping m) { kept_mappings_.push_back(std::move(m)); }
+  // Taken only once there is room for it: if that fails the caller still holds `m`, which must
+  // outlive the handles, so the caller's order of destruction stands.
+  void keep_alive(Mapping &&m) {
+    kept_mappings_.reserve(kept_mappings_.size() + 1);
+    kept_mappings_.push_back(std::move(m));
+  }
 
   // The quota charge, returned once this object and every holder of charge_share() are gone: an
   // exported BO's memory lives on in the VMM's dma-buf after the context lets go of the object

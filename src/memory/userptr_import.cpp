@@ -29,6 +29,9 @@ class HandleGuard {
     for (const auto &s : segs_)
       dev_.gem_close(s.handle);
   }
+  // Room for `n` handles, asked before the first is made: add() then allocates nothing, so a
+  // handle just made always reaches the guard.
+  void reserve(size_t n) { segs_.reserve(n); }
   void add(uint32_t handle, uint64_t size, void *host = nullptr) {
     segs_.push_back({handle, size, host});
   }
@@ -81,13 +84,14 @@ int coalesce(std::span<const iovec> iov, std::vector<Range> *out, uint64_t *tota
 int import_stitched(const std::shared_ptr<AmdgpuDevice> &dev, const std::vector<Range> &ranges,
                     bool ro, std::shared_ptr<MemoryObject> *out) {
   HandleGuard guard(*dev);
+  guard.reserve(ranges.size());
   for (const auto &r : ranges) {
     uint32_t h;
     int err = dev->gem_userptr(reinterpret_cast<void *>(r.addr), r.size, userptr_flags(ro), &h);
     if (err) return err;
     guard.add(h, r.size, reinterpret_cast<void *>(r.addr));
   }
-  *out = std::make_shared<MemoryObject>(dev, MemoryObject::Kind::kUserptr, 0, guard.release(), ro);
+  *out = MemoryObject::adopt(dev, MemoryObject::Kind::kUserptr, 0, guard.release(), ro);
   return 0;
 }
 
@@ -220,9 +224,7 @@ int import_alias(const std::shared_ptr<AmdgpuDevice> &dev, HostFileRanges &maps,
   if (pos != total) return -EFAULT;
   uint32_t h;
   if ((err = dev->gem_userptr(base, total, userptr_flags(ro), &h))) return err;
-  auto obj =
-      std::make_shared<MemoryObject>(dev, MemoryObject::Kind::kUserptr, 0,
-                                     std::vector<MemoryObject::Segment>{{h, total, base}}, ro);
+  auto obj = MemoryObject::adopt_one(dev, MemoryObject::Kind::kUserptr, 0, {h, total, base}, ro);
   obj->keep_alive(std::move(alias));
   *out = std::move(obj);
   return 0;
@@ -241,6 +243,7 @@ int import_udmabuf(const std::shared_ptr<AmdgpuDevice> &dev, HostFileRanges &map
   if (err) return err;
 
   HandleGuard guard(*dev);
+  guard.reserve(sv.udmabufs);
   uint64_t made = 0;
   UdmabufList list(static_cast<uint32_t>(std::min<uint64_t>(opt.udmabuf_max_items, UINT32_MAX)));
   auto flush = [&]() -> int {
@@ -273,7 +276,7 @@ int import_udmabuf(const std::shared_ptr<AmdgpuDevice> &dev, HostFileRanges &map
     if (err) return err;
   }
   if ((err = flush())) return err;
-  *out = std::make_shared<MemoryObject>(dev, MemoryObject::Kind::kUserptr, 0, guard.release(), ro);
+  *out = MemoryObject::adopt(dev, MemoryObject::Kind::kUserptr, 0, guard.release(), ro);
   return 0;
 }
 

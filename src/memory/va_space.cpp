@@ -33,10 +33,20 @@ const VaMapping *VaSpace::find(uint64_t va, uint64_t size) const {
   return *end <= m.va + m.size ? &m : nullptr;
 }
 
-void VaSpace::insert(VaMapping m) {
-  by_object_[m.object.get()].insert(m.va);
+void VaSpace::insert(VaMapping &&m) {
+  const MemoryObject *obj = m.object.get();
   const uint64_t va = m.va;
-  maps_.emplace(va, std::move(m));
+  auto &vas = by_object_[obj];
+  try {
+    vas.insert(va);
+    // The node is made before `m` is moved into it.
+    maps_.emplace(va, std::move(m));
+  } catch (...) {
+    unindex(obj, va);
+    if (auto o = by_object_.find(obj); o != by_object_.end() && o->second.empty())
+      by_object_.erase(o);
+    throw;
+  }
 }
 
 void VaSpace::unindex(const MemoryObject *obj, uint64_t va) {

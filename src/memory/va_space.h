@@ -40,7 +40,9 @@ class VaSpace {
   // range crosses into a neighbouring mapping).
   const VaMapping *find(uint64_t va, uint64_t size) const;
 
-  void insert(VaMapping m);
+  // All or nothing: if it runs out of memory (thrown on), the space is as it was and `m` is still
+  // the caller's, whose kernel mappings must then be undone.
+  void insert(VaMapping &&m);
   // Removes and returns the mapping starting at va with exactly this size.
   std::optional<VaMapping> take(uint64_t va, uint64_t size);
   // Removes every mapping of obj, handing each to f: O(k log n) for its k mappings. Allocates
