@@ -14,6 +14,7 @@
 #include <dirent.h>
 #include <poll.h>
 #include <sys/uio.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <chrono>
@@ -93,6 +94,7 @@ class ApiRun {
       : r_(r), va_(va), ctx_(ctx), next_res_(first_res) {}
 
   Outcome run() {
+    userptrs_at_start_ = Held::now().userptrs;
     life();
     teardown();
     for (const uint32_t res : made_) {
@@ -229,7 +231,8 @@ class ApiRun {
 
     auto *src32 = reinterpret_cast<uint32_t *>(pages_.ptr);
     std::iota(src32, src32 + kSize / 4, 0x77770000u);
-    const iovec iov{pages_.ptr, kSize};
+    iovec iov{pages_.ptr, kSize};
+    const uint64_t userptrs_before = Held::now().userptrs;
     const uint32_t src_res = next_res_++;
     if (!ok("userptr blob", create_blob(src_res, VIRGL_RENDERER_BLOB_MEM_GUEST,
                                         RVGL_BLOB_FLAG_USERPTR, 0, &iov, 1)))
@@ -280,6 +283,25 @@ class ApiRun {
     if (ok("create_fence", fr) && !wait_fence(1)) o_.unretired.push_back("ring 1 fence 1");
     if (!submitted || !o_.unretired.empty()) return;
     o_.copied = std::memcmp(dst, pages_.ptr, kIbOffset) == 0;
+
+    // What QEMU does next: the BO exported (a dma-buf the VMM closes), then the userptr blob's
+    // iovecs taken back before its unref, every use of the pages revoked first.
+    uint32_t fd_type = 0;
+    int fd = -1;
+    {
+      ProductCall pc("virgl_renderer_resource_export_blob");
+      r = virgl_renderer_resource_export_blob(bo_res, &fd_type, &fd);
+    }
+    if (ok("export_blob", r)) close(fd);
+    iovec *back = nullptr;
+    int n = -1;
+    {
+      ProductCall pc("virgl_renderer_resource_detach_iov");
+      virgl_renderer_resource_detach_iov(static_cast<int>(src_res), &back, &n);
+    }
+    if (back != &iov || n != 1) o_.left.push_back("the userptr blob's iovecs, not given back");
+    if (Held::now().userptrs != userptrs_before)
+      o_.left.push_back("the userptr pages, still in use after detach_iov");
   }
 
   void teardown() {
@@ -291,6 +313,9 @@ class ApiRun {
       ProductCall pc("virgl_renderer_resource_unref");
       virgl_renderer_resource_unref(res);
     }
+    // Every use of the guest's pages ends with the unref, before the context goes.
+    if (Held::now().userptrs != userptrs_at_start_)
+      o_.left.push_back("the userptr pages, still in use after unref");
     if (created_) {
       ProductCall pc("virgl_renderer_context_destroy");
       virgl_renderer_context_destroy(ctx_);
@@ -303,6 +328,7 @@ class ApiRun {
   uint32_t next_res_;
   GuestPages pages_{kSize};
   bool created_ = false;
+  uint64_t userptrs_at_start_ = 0;
   uint32_t shmem_res_ = 0;
   uint8_t *shmem_ = nullptr;
   uint32_t seqno_ = 0, slot_ = 0;
