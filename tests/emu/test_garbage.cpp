@@ -1,12 +1,12 @@
 // Garbage in: every ioctl the node knows, and numbers it does not, with random argument bytes and
 // random pointers. The emulator must answer each with a result or an errno and keep working.
-#include <dirent.h>
 
 #include <catch2/catch.hpp>
 #include <random>
 #include <set>
 
 #include "emu_test_support.h"
+#include "support/open_fds.h"
 
 using namespace rvgl::emu_test;
 
@@ -48,15 +48,6 @@ const unsigned long kRequests[] = {
     RVGL_DRM_IOCTL_AMDGPU_PROFILER,
 };
 
-std::set<int> open_fds() {
-  std::set<int> fds;
-  DIR *d = opendir("/proc/self/fd");
-  while (dirent *e = readdir(d))
-    if (e->d_name[0] != '.') fds.insert(std::atoi(e->d_name));
-  closedir(d);
-  return fds;
-}
-
 }  // namespace
 
 TEST_CASE("random ioctls never crash the emulator", "[garbage]") {
@@ -79,7 +70,7 @@ TEST_CASE("random ioctls never crash the emulator", "[garbage]") {
         return reinterpret_cast<uintptr_t>(arena.data()) + (rng() % (arena.size() - 512));
     }
   };
-  const std::set<int> before = open_fds();
+  const std::set<int> before = rvgl::test::open_fds();
   int answered = 0;
   for (int i = 0; i < 4000; ++i) {
     unsigned long req = kRequests[rng() % std::size(kRequests)];
@@ -113,7 +104,7 @@ TEST_CASE("random ioctls never crash the emulator", "[garbage]") {
   CHECK(answered == 4000);
   munmap(hole, 4096);
   // Fds the calls handed out inside their argument structs (PRIME, syncobj, sync files).
-  for (int f : open_fds())
+  for (int f : rvgl::test::open_fds())
     if (!before.count(f)) close(f);
   // Still a working device afterwards.
   GpuBuffer buf;

@@ -2,7 +2,6 @@
 // every ioctl's exact arguments, fences and waits, and what happens when an ioctl fails.
 #include <catch2/catch.hpp>
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -14,6 +13,7 @@
 
 #include "fake_virtgpu.h"
 #include "rvgl_virtgpu_transport.h"
+#include "support/open_fds.h"
 #include "virtgpu_uapi.h"
 
 using namespace rvgl::guest;
@@ -36,16 +36,6 @@ constexpr uint32_t kNrWait = DRM_COMMAND_BASE + DRM_VIRTGPU_WAIT;
 constexpr uint32_t kNrGetCaps = DRM_COMMAND_BASE + DRM_VIRTGPU_GET_CAPS;
 constexpr uint32_t kNrBlob = DRM_COMMAND_BASE + DRM_VIRTGPU_RESOURCE_CREATE_BLOB;
 constexpr uint32_t kNrCtxInit = DRM_COMMAND_BASE + DRM_VIRTGPU_CONTEXT_INIT;
-
-size_t open_fds() {
-  size_t n = 0;
-  if (DIR *d = opendir("/proc/self/fd")) {
-    while (readdir(d))
-      ++n;
-    closedir(d);
-  }
-  return n;
-}
 
 std::vector<uint8_t> caps_bytes(size_t n) {
   std::vector<uint8_t> b(n);
@@ -750,11 +740,11 @@ TEST_CASE("EXECBUFFER: ring index, out-fence and the commands", "[guest][virtgpu
     SubmitParams sp;
     sp.commands = cmds;
     sp.ring_idx = 0;
-    const size_t fds = open_fds();
+    const size_t fds = rvgl::test::open_fd_count();
     auto r = f.t->submit(sp);
     CHECK(r.code() == -ENOMEM);
     CHECK(r.error().message.find("EXECBUFFER") != std::string::npos);
-    CHECK(open_fds() == fds);
+    CHECK(rvgl::test::open_fd_count() == fds);
   }
 }
 
@@ -875,7 +865,7 @@ TEST_CASE("POLL_RINGS_MASK: fence events are read off the render node", "[guest]
 }
 
 TEST_CASE("ioctl failures are clean errors and leak nothing", "[guest][virtgpu][errors]") {
-  const size_t fds_before = open_fds();
+  const size_t fds_before = rvgl::test::open_fd_count();
   {
     Fixture f;
     f.init();
@@ -929,5 +919,5 @@ TEST_CASE("ioctl failures are clean errors and leak nothing", "[guest][virtgpu][
     CHECK(f.dev.live_mappings() == 0);
     CHECK(f.dev.live_handles() == 0);
   }
-  CHECK(open_fds() == fds_before);
+  CHECK(rvgl::test::open_fd_count() == fds_before);
 }

@@ -2,7 +2,6 @@
 // and a server that misbehaves.
 #include <catch2/catch.hpp>
 
-#include <dirent.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 
@@ -14,6 +13,7 @@
 
 #include "fake_vtest_server.h"
 #include "rvgl_vtest_transport.h"
+#include "support/open_fds.h"
 #include "vtest_wire.h"
 
 using namespace rvgl::guest;
@@ -25,16 +25,6 @@ using Dw = std::vector<uint32_t>;
 namespace {
 
 constexpr auto kShortTimeout = std::chrono::milliseconds(300);
-
-size_t open_fds() {
-  size_t n = 0;
-  if (DIR *d = opendir("/proc/self/fd")) {
-    while (readdir(d))
-      ++n;
-    closedir(d);
-  }
-  return n;
-}
 
 // A server that knows capset 8 (v1) and can create its context, and a connected transport.
 struct Fixture {
@@ -373,7 +363,7 @@ TEST_CASE("a misbehaving server gives clean errors, never a crash or a hang", "[
   };
   for (const auto &c : cases) {
     DYNAMIC_SECTION(c.name) {
-      const size_t fds_before = open_fds();
+      const size_t fds_before = rvgl::test::open_fd_count();
       {
         Fixture f([&](FakeVtestServer &s) { s.fault = c.fault; }, opts);
         const auto t0 = std::chrono::steady_clock::now();
@@ -406,7 +396,7 @@ TEST_CASE("a misbehaving server gives clean errors, never a crash or a hang", "[
         }
         CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(5));
       }
-      CHECK(open_fds() == fds_before);  // fds received in the mess were closed
+      CHECK(rvgl::test::open_fd_count() == fds_before);  // fds received in the mess were closed
     }
   }
 }

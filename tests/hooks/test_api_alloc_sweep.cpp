@@ -11,7 +11,6 @@
 // have no error to give, so they must not stop half way.
 #include <catch2/catch.hpp>
 
-#include <dirent.h>
 #include <poll.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -31,6 +30,7 @@
 #include "robustness/alloc_failure.h"
 #include "rocm_virgl_protocol.h"
 #include "rvgl_emu.h"
+#include "support/open_fds.h"
 #include "support/product_scope.h"
 
 using namespace rvgl::hooks_test;
@@ -43,16 +43,6 @@ namespace {
 constexpr uint64_t kSize = 64 * 1024;
 constexpr uint32_t kRing = 1;
 
-size_t open_fds() {
-  size_t n = 0;
-  if (DIR *d = opendir("/proc/self/fd")) {
-    while (readdir(d))
-      ++n;
-    closedir(d);
-  }
-  return n;
-}
-
 // What must be as it was after every run.
 struct Held {
   uint64_t bos = 0, userptrs = 0, contexts = 0, files = 0, syncobjs = 0;
@@ -61,7 +51,7 @@ struct Held {
     rvgl_emu_counters c{};
     rvgl_emu_get_counters(&c, sizeof c);
     return {c.bos_alive,         c.userptr_alive,  c.contexts_alive,
-            c.device_files_open, c.syncobjs_alive, open_fds()};
+            c.device_files_open, c.syncobjs_alive, rvgl::test::open_fd_count()};
   }
   std::string differs(const Held &o) const {
     std::string s;

@@ -2,8 +2,6 @@
 
 #include <catch2/catch.hpp>
 
-#include <dirent.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -22,17 +20,6 @@ std::string joined(const std::vector<std::string> &v) {
   for (const auto &x : v)
     s += (s.empty() ? "" : "; ") + x;
   return s;
-}
-
-std::set<int> open_fds() {
-  std::set<int> fds;
-  DIR *d = opendir("/proc/self/fd");
-  if (!d) throw std::runtime_error("test: /proc/self/fd");
-  while (const dirent *e = readdir(d))
-    if (e->d_name[0] != '.') fds.insert(std::atoi(e->d_name));
-  fds.erase(dirfd(d));
-  closedir(d);
-  return fds;
 }
 
 namespace {

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "robustness/robust_support.h"
+#include "support/open_fds.h"
 
 namespace rvgl::test::sweep {
 
@@ -73,7 +74,6 @@ class SweepGuest {
 };
 
 // What a run leaves behind once its context is gone, and the checks that a run left nothing more.
-std::set<int> open_fds();
 struct Baseline {
   rvgl_emu_counters kernel = emu_counters();
   std::set<int> fds = open_fds();
