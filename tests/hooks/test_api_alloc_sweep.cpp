@@ -326,16 +326,6 @@ class ApiRun {
   Outcome o_;
 };
 
-// Armed for the scope: a failed REQUIRE inside leaves nothing armed for the next test.
-class Armed {
- public:
-  Armed(uint64_t nth, bool from_then_on) { alloc::arm(nth, from_then_on); }
-  ~Armed() { alloc::disarm(); }
-  alloc::Tally tally() { return alloc::disarm(); }
-  Armed(const Armed &) = delete;
-  Armed &operator=(const Armed &) = delete;
-};
-
 std::string joined(const std::vector<std::string> &v) {
   std::string s;
   for (const auto &x : v)
@@ -365,7 +355,7 @@ void api_alloc_sweep(bool async, bool from_then_on) {
   uint64_t fewest = UINT64_MAX, most = 0;
   for (int i = 0; i < 5; ++i, ++ctx) {
     ApiRun clean(r, va, ctx, 100 * ctx);
-    Armed counting(0, false);
+    alloc::Armed counting(0, false);
     const Outcome out = clean.run();
     const alloc::Tally t = counting.tally();
     INFO("clean run " << i << ": told " << joined(out.told));
@@ -383,7 +373,7 @@ void api_alloc_sweep(bool async, bool from_then_on) {
                        << (from_then_on ? " and every later one" : "") << " refused");
     rvgl::test::product_call_escaped = nullptr;
     ApiRun run(r, va, ctx, 100 * ctx);
-    Armed refusing(n, from_then_on);
+    alloc::Armed refusing(n, from_then_on);
     const Outcome out = run.run();
     const alloc::Tally t = refusing.tally();
     INFO("told: " << joined(out.told));

@@ -19,4 +19,14 @@ struct Tally {
 };
 Tally disarm();
 
+// Armed for the scope: a failed REQUIRE inside leaves nothing armed for the next test.
+class Armed {
+ public:
+  Armed(uint64_t nth, bool from_then_on) { arm(nth, from_then_on); }
+  ~Armed() { disarm(); }
+  Tally tally() { return disarm(); }
+  Armed(const Armed &) = delete;
+  Armed &operator=(const Armed &) = delete;
+};
+
 }  // namespace rvgl::test::alloc

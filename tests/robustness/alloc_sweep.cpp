@@ -38,9 +38,9 @@ alloc::Tally refused_run(const Workload &workload, bool async, uint64_t nth, boo
                          const Baseline &base, Totals &t) {
   INFO("allocation " << nth << (from_then_on ? " and every later one" : "") << " refused");
   product_call_escaped = nullptr;
-  alloc::arm(nth, from_then_on);
+  alloc::Armed refusing(nth, from_then_on);
   const Outcome o = workload(async)->run();
-  const alloc::Tally tally = alloc::disarm();
+  const alloc::Tally tally = refusing.tally();
   ++t.runs;
   INFO("an exception left " << (product_call_escaped ? product_call_escaped : "no product call"));
   t.told += !o.told.empty();
@@ -65,9 +65,9 @@ void alloc_sweep(const Workload &workload, bool async, bool from_then_on) {
   std::optional<Baseline> base;
   uint64_t fewest = UINT64_MAX, most = 0;
   for (int i = 0; i < kCleanRuns; ++i) {
-    alloc::arm(0, false);
+    alloc::Armed counting(0, false);
     const Outcome clean = workload(async)->run();
-    const alloc::Tally tally = alloc::disarm();
+    const alloc::Tally tally = counting.tally();
     check_clean_run(clean, i, "allocation sweep (" + mode + ")", before_runs, base);
     fewest = std::min(fewest, tally.counted);
     most = std::max(most, tally.counted);
