@@ -42,9 +42,7 @@ void VaSpace::insert(VaMapping &&m) {
     // The node is made before `m` is moved into it.
     maps_.emplace(va, std::move(m));
   } catch (...) {
-    unindex(obj, va);
-    if (auto o = by_object_.find(obj); o != by_object_.end() && o->second.empty())
-      by_object_.erase(o);
+    unindex(obj, va);  // drops the object's entry too if that left it empty
     throw;
   }
 }
