@@ -149,7 +149,7 @@ void RingWorker::loop() {
     auto it = std::find_if(queue_.begin(), queue_.end(), [&](auto &j) { return j.get() == pick; });
     std::unique_ptr<Job> job = std::move(*it);
     queue_.erase(it);
-    if (!job->popped) pop_locked(*job);
+    pop_locked(*job);
     busy_ = true;
     scheduled_.wake_all_locked();  // drm_sched_run_job_work(): wake_up(&sched->job_scheduled)
     lk.unlock();
@@ -169,12 +169,13 @@ std::unique_ptr<Job> RingWorker::take_next_on_ring(const Context &ctx) {
   auto it = std::find_if(queue_.begin(), queue_.end(), [&](auto &j) { return j.get() == next; });
   std::unique_ptr<Job> taken = std::move(*it);
   queue_.erase(it);
-  if (!taken->popped) pop_locked(*taken);
+  pop_locked(*taken);
   scheduled_.wake_all_locked();
   return taken;
 }
 
 void RingWorker::pop_locked(Job &job) {
+  if (job.popped) return;  // already, behind a job that failed (pop_behind_locked)
   // amdgpu_job_prepare_job() runs as the job's dependencies are taken, before the job becomes the
   // entity's last_scheduled: it sees the error of the one popped before it.
   const EntityKey key{job.ip, 0, job.ring};
@@ -188,7 +189,7 @@ void RingWorker::pop_behind_locked(const Context &ctx) {
   // pick while the failing job still ran: if that is the same entity's next job, it was prepared
   // before the failure, and it is the entity's last_scheduled now, not the failed job.
   Job *next = find_ready_locked();
-  if (next && next->ctx.get() == &ctx && !next->popped) pop_locked(*next);
+  if (next && next->ctx.get() == &ctx) pop_locked(*next);
 }
 
 void RingWorker::fail(Job &job, int error) {

@@ -66,7 +66,7 @@ class RingWorker {
   // on the ring already (pop_behind_locked), then the job ends with `error`.
   void fail(Job &job, int error);
   // drm_sched_entity_pop_job() for `job` (FenceDomain lock held): its prepare_job error, and the
-  // job as its entity's last_scheduled.
+  // job as its entity's last_scheduled. Once per job.
   void pop_locked(Job &job);
   void pop_behind_locked(const Context &ctx);
   void cancel_queued();
