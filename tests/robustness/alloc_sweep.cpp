@@ -50,6 +50,7 @@ alloc::Tally refused_run(const Workload &workload, bool async, uint64_t nth, boo
   // an error value, but the guest whose request it was would wait for its response for ever).
   CHECK(o.harness_error == "");
   CHECK(joined(o.unretired) == "");
+  CHECK(joined(o.in_use) == "");
   CHECK((o.data_ok || !o.told.empty()));
   for (const int32_t e : o.errnos)
     CHECK(e == -ENOMEM);

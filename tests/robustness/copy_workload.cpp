@@ -40,6 +40,7 @@ class CopyGuest final : public SweepGuest {
     std::optional<ContextHarness::HostBuffer> dst, ib;
     if (ok) ok = (dst = mapped_bo(h, 4 * kPage)).has_value();
     if (ok) ok = (ib = mapped_bo(h, kPage)).has_value();
+    const PageHolders before_blob = PageHolders::now(memfd.get());
     const uint32_t userptr_res = h.next_res_id();
     const iovec iov{ram.get(), 4 * kPage};
     BlobExport e;
@@ -94,6 +95,7 @@ class CopyGuest final : public SweepGuest {
     if (dst) failed("BO_FREE", h.bo_free(dst->bo));
     if (sdma) failed("QUEUE_DESTROY", h.queue_destroy(sdma));
     if (userptr) h.detach(userptr_res);
+    pages_released(before_blob, memfd.get(), "the userptr blob's detach");
   }
 };
 

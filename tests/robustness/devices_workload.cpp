@@ -107,6 +107,7 @@ class DevicesGuest final : public SweepGuest {
     for (auto *b : {&dst, &ring, &rptr, &wptr, &csa})
       if (ok) ok = (*b = mapped_bo(h, b == &dst ? kBlobBytes : kPage)).has_value();
     if (ok) ok = (bell = mapped_bo(h, kPage, RVGL_DOMAIN_DOORBELL)).has_value();
+    const PageHolders before_blobs = PageHolders::now(ram.fd.get());
     const uint32_t blob = ok ? create_userptr(h, blob_iov, "udmabuf blob") : 0;
     ok = blob != 0;
     const uint32_t spm_dest = ok ? create_userptr(h, {&spm_iov, 1}, "SPM blob") : 0;
@@ -194,6 +195,7 @@ class DevicesGuest final : public SweepGuest {
     if (mapped) failed("VA_UNMAP", h.va_unmap(blob_va, kBlobBytes));
     if (blob) h.detach(blob);
     if (spm_dest) h.detach(spm_dest);
+    pages_released(before_blobs, ram.fd.get(), "the blobs' detach");
   }
 };
 

@@ -12,6 +12,7 @@
 
 #include "queue/completion_engine.h"
 #include "support/emu_call_counts.h"
+#include "support/file_mappings.h"
 
 namespace rvgl::test::sweep {
 
@@ -145,6 +146,15 @@ bool injected_run(const Workload &workload, bool async, const std::string &base_
   CHECK(o.harness_error == "");
   // Every fence the VMM made retired, error or not.
   CHECK(joined(o.unretired) == "");
+  // The VMM's detach ended every use of the guest's pages, whatever failed before it. Except
+  // where the emulator refused a call no kernel fails for a handle that exists: GEM_CLOSE
+  // (drm_gem_handle_delete() fails only for an unknown handle) and BO_LIST's destroy
+  // (amdgpu_bo_list_destroy() returns nothing), refused with the rest from then on. The object
+  // then lives on in the kernel, but out of the GPU's reach: its VA mappings went first, and a
+  // list whose destroy failed is never named by a CS again (KernelBoList forgets it).
+  const bool kernel_kept_it =
+      name == "GEM_CLOSE" || (name == "BO_LIST" && failure == Failure::kFromThenOn);
+  if (!kernel_kept_it) CHECK(joined(o.in_use) == "");
   // Done, or told. A kernel error the host cannot foresee reaches the guest as it is
   // (proto/PROTOCOL.md §6; a queue lost to failing queries reports -EIO: docs/robustness.md 5).
   CHECK((o.data_ok || !o.told.empty()));
@@ -234,6 +244,27 @@ bool SweepGuest::queues_ok(ContextHarness &h, const std::vector<uint32_t> &queue
   return ok;
 }
 
+PageHolders PageHolders::now(int guest_ram_fd) {
+  const rvgl_emu_counters c = emu_counters();
+  return {c.userptr_alive, c.udmabufs_alive, file_mapping_count(guest_ram_fd)};
+}
+
+std::string PageHolders::differs(const PageHolders &before) const {
+  std::ostringstream s;
+  auto add = [&](const char *what, uint64_t then, uint64_t now) {
+    if (then != now) s << what << " " << then << " -> " << now << "; ";
+  };
+  add("userptr objects", before.userptrs, userptrs);
+  add("udmabufs", before.udmabufs, udmabufs);
+  add("mappings of guest RAM", before.file_maps, file_maps);
+  return s.str();
+}
+
+void SweepGuest::pages_released(const PageHolders &before, int guest_ram_fd, const char *after) {
+  const std::string left = PageHolders::now(guest_ram_fd).differs(before);
+  if (!left.empty()) o_.in_use.push_back(std::string("after ") + after + ": " + left);
+}
+
 bool SweepGuest::no_events(ContextHarness &h) {
   bool none = true;
   for (const rvgl_event &ev : h.shmem() ? read_events(h) : std::vector<rvgl_event>()) {
@@ -276,10 +307,11 @@ std::optional<ContextHarness::HostBuffer> SweepGuest::mapped_bo(ContextHarness &
 void check_clean_run(const Outcome &clean, int run, const std::string &what,
                      const rvgl_emu_counters &before_runs, std::optional<Baseline> &base) {
   INFO("clean run " << run << ": " << joined(clean.told) << joined(clean.unretired)
-                    << clean.harness_error);
+                    << joined(clean.in_use) << clean.harness_error);
   REQUIRE(clean.harness_error.empty());
   REQUIRE(clean.told.empty());
   REQUIRE(clean.unretired.empty());
+  REQUIRE(clean.in_use.empty());
   REQUIRE(clean.data_ok);
   // The first run opens what the emulator keeps for the process (its state directory). Its
   // context is gone, but a job the emulated kernel still finishes holds its kernel context and

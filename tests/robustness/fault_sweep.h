@@ -32,7 +32,19 @@ struct Outcome {
   std::vector<int32_t> errnos;    // every non-zero result the guest or the VMM got
   // Fences made that had not retired by the deadline, and any delivered twice or never made.
   std::vector<std::string> unretired;
+  // Guest pages the host still held once the VMM's detach of their blob had returned.
+  std::vector<std::string> in_use;
   std::string harness_error;  // the test's own failure: never counts as "told"
+};
+
+// What holds a guest's pages on the host besides the VMM's own mapping: the kernel's userptr
+// objects and udmabufs (the emulator counts them for every file), and mappings of the guest RAM
+// file (an alias the import made; the emulated udmabuf's pin of the pages is one too).
+struct PageHolders {
+  uint64_t userptrs = 0, udmabufs = 0;
+  size_t file_maps = 0;
+  static PageHolders now(int guest_ram_fd);
+  std::string differs(const PageHolders &before) const;  // "" when as before
 };
 
 // What every workload's guest does to report: a result it got, its fences, its queues' state and
@@ -58,6 +70,9 @@ class SweepGuest {
   bool queues_ok(ContextHarness &h, const std::vector<uint32_t> &queues);
   // The events the host posted: each one is something the guest was told.
   bool no_events(ContextHarness &h);
+  // After the VMM's detaches: nothing holds the guest's pages that did not before the blobs
+  // were made (`before`), whatever failed on the way.
+  void pages_released(const PageHolders &before, int guest_ram_fd, const char *after);
   // Creates the context (`ctx_id_`, the run's delivery mode) and its shared page; nullptr when
   // the create failed (told). *page_ok: the shared page was made.
   ContextHarness *open_context(std::optional<ContextHarness> &ctx, bool *page_ok);
