@@ -4,6 +4,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <vector>
@@ -12,6 +13,7 @@
 #include "core/device.h"
 #include "core/emulator.h"
 #include "ioctl/handlers.h"
+#include "memory/backing.h"
 #include "util/user_memory.h"
 
 namespace rvgl::emu {
@@ -190,6 +192,22 @@ int amdgpu_ioctl_cs(DeviceFile &f, void *data) {
     p.bos = *list;
   }
   if (p.ibs.size() > d.ip_block(p.entity.ip)->max_ibs) return -EINVAL;
+  // amdgpu_cs_parser_bos(): the pages of every userptr object the list names are looked up again
+  // (amdgpu_ttm_tt_get_user_pages() per entry, every CS), so one the process unmapped since fails
+  // the submission. Without the state lock: the kernel holds only the process's mmap lock there,
+  // and the parse's references keep the list alive.
+  const auto userptr_of = [](const std::shared_ptr<BufferObject> &bo) {
+    return bo->backing()->kind() == Backing::Kind::Userptr
+               ? static_cast<const UserptrBacking *>(bo->backing().get())
+               : nullptr;
+  };
+  if (p.bos && std::any_of(p.bos->begin(), p.bos->end(), userptr_of)) {
+    lk.unlock();
+    for (const auto &bo : *p.bos)
+      if (const UserptrBacking *u = userptr_of(bo))
+        if (int r = u->get_user_pages()) return r;
+    lk.lock();
+  }
   // amdgpu_cs_sync_rings() -> amdgpu_ctx_wait_prev_fence(): the job that would take the slot of one
   // still running, amdgpu_sched_jobs (32) sequence numbers back, waits inside the ioctl until that
   // one has finished (dma_fence_wait(other, true): no timeout; a hung one ends when the timeout

@@ -120,27 +120,14 @@ int amdgpu_ioctl_gem_userptr(DeviceFile &f, void *data) {
     return -EACCES;
   if (a->size == 0 || a->addr + a->size < a->addr) return -EINVAL;
   const bool readonly = a->flags & AMDGPU_GEM_USERPTR_READONLY;
-  if (a->flags & AMDGPU_GEM_USERPTR_VALIDATE) {
-    // amdgpu_ttm_tt_get_user_pages(): every page must be mapped (EFAULT), the VMA must not be
-    // file-backed under ANONONLY (EPERM), readable (EFAULT: hmm_vma_walk_test()), and writable
-    // unless READONLY (EPERM: hmm_vma_fault() refuses a write fault in a VMA without VM_WRITE,
-    // mm/hmm.c since Linux 5.7; older kernels' handle_mm_fault() path gave EFAULT).
-    std::vector<Vma> vmas;
-    if (!vmas_overlapping(a->addr, a->size, vmas)) return -EFAULT;
-    uint64_t at = a->addr;
-    for (const Vma &v : vmas) {
-      if (v.start > at) return -EFAULT;
-      if ((a->flags & AMDGPU_GEM_USERPTR_ANONONLY) && v.file_backed) return -EPERM;
-      if (!v.readable) return -EFAULT;
-      if (!readonly && !v.writable) return -EPERM;
-      at = v.end;
-      if (at >= a->addr + a->size) break;
-    }
-    if (at < a->addr + a->size) return -EFAULT;
-  }
+  const bool anon_only = a->flags & AMDGPU_GEM_USERPTR_ANONONLY;
+  // amdgpu_gem_userptr_ioctl(): VALIDATE looks the pages up now (amdgpu_ttm_tt_get_user_pages()),
+  // as every CS listing the object will.
+  if (a->flags & AMDGPU_GEM_USERPTR_VALIDATE)
+    if (int r = user_pages_error(a->addr, a->size, readonly, anon_only)) return r;
   BufferObject::Params p;
   p.device = f.device.index();
-  p.backing = std::make_shared<UserptrBacking>(a->addr, a->size, readonly);
+  p.backing = std::make_shared<UserptrBacking>(a->addr, a->size, readonly, anon_only);
   p.size = a->size;
   p.domains = AMDGPU_GEM_DOMAIN_GTT;
   p.userptr = true;

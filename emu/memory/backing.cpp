@@ -10,6 +10,7 @@
 
 #include "core/counters.h"
 #include "interpose/real_libc.h"
+#include "util/proc_maps.h"
 #include "util/user_memory.h"
 
 namespace rvgl::emu {
@@ -164,6 +165,10 @@ void *SegmentBacking::cpu_map(void *addr, size_t len, int prot, int flags, uint6
 void *UserptrBacking::cpu_map(void *, size_t, int, int, uint64_t) {
   errno = EPERM;
   return MAP_FAILED;
+}
+
+int UserptrBacking::get_user_pages() const {
+  return user_pages_error(addr_, size(), readonly_, anon_only_);
 }
 
 }  // namespace rvgl::emu

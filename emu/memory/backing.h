@@ -98,16 +98,20 @@ class SegmentBacking final : public Backing {
 
 class UserptrBacking final : public Backing {
  public:
-  UserptrBacking(uint64_t addr, uint64_t size, bool readonly)
-      : Backing(Kind::Userptr, size), addr_(addr), readonly_(readonly) {}
+  UserptrBacking(uint64_t addr, uint64_t size, bool readonly, bool anon_only)
+      : Backing(Kind::Userptr, size), addr_(addr), readonly_(readonly), anon_only_(anon_only) {}
   uint8_t *view() override { return nullptr; }
   uint64_t user_address() const override { return addr_; }
   bool gpu_readonly() const override { return readonly_; }
   void *cpu_map(void *, size_t, int, int, uint64_t) override;
+  // The pages looked up again as a CS does for every userptr object it lists: 0, -EFAULT, -EPERM
+  // (user_pages_error()).
+  int get_user_pages() const;
 
  private:
   uint64_t addr_;
   bool readonly_;
+  bool anon_only_;
 };
 
 }  // namespace rvgl::emu

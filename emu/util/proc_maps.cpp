@@ -97,4 +97,19 @@ bool vmas_overlapping(uint64_t addr, uint64_t len, std::vector<Vma> &out) {
   return true;
 }
 
+int user_pages_error(uint64_t addr, uint64_t len, bool readonly, bool anon_only) {
+  std::vector<Vma> vmas;
+  if (!vmas_overlapping(addr, len, vmas)) return -EFAULT;
+  uint64_t at = addr;
+  for (const Vma &v : vmas) {
+    if (v.start > at) return -EFAULT;
+    if (anon_only && v.file_backed) return -EPERM;
+    if (!v.readable) return -EFAULT;
+    if (!readonly && !v.writable) return -EPERM;
+    at = v.end;
+    if (at >= addr + len) break;
+  }
+  return at < addr + len ? -EFAULT : 0;
+}
+
 }  // namespace rvgl::emu

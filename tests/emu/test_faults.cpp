@@ -175,3 +175,105 @@ TEST_CASE("permissions of a mapping and of a read-only userptr are enforced",
   }
   free(mem);
 }
+
+// amdgpu_cs_parser_bos(): every CS looks up the pages of each userptr object its BO list names
+// (amdgpu_ttm_tt_get_user_pages(), hmm_range_fault() over the whole range) and fails with that
+// answer; an object it does not list is not looked at.
+TEST_CASE("every CS looks up the pages of the userptr objects it lists again",
+          "[faults][userptr]") {
+  Fd fd = open_render();
+  REQUIRE(fd.get() >= 0);
+  GpuBuffer ibbuf;
+  REQUIRE(ibbuf.create(fd.get(), 16 * 1024, 0x2000000) == 0);
+  uint32_t ctx = 0;
+  REQUIRE(ctx_create(fd.get(), &ctx) == 0);
+  std::vector<uint32_t> ib;
+  sdma::fence(ib, ibbuf.va + 8192, 1);
+  const uint64_t ib_va = place_ib(ibbuf, 0, ib);
+  const auto ib_bytes = static_cast<uint32_t>(ib.size() * 4);
+
+  uint64_t last_seq = 0;
+  // A CS listing `handles`, through a BO list object (as_chunk false) or a BO_HANDLES chunk; a
+  // submission that was taken is waited for, and its sequence number must follow the last one.
+  const auto listing = [&](std::vector<uint32_t> handles, bool as_chunk) {
+    std::vector<drm_amdgpu_bo_list_entry> entries;
+    for (const uint32_t h : handles)
+      entries.push_back({h, 0});
+    drm_amdgpu_bo_list_in in{};
+    in.bo_number = static_cast<uint32_t>(entries.size());
+    in.bo_info_size = sizeof(drm_amdgpu_bo_list_entry);
+    in.bo_info_ptr = reinterpret_cast<uintptr_t>(entries.data());
+    uint32_t list = 0;
+    std::vector<drm_amdgpu_cs_chunk> chunks;
+    if (as_chunk) {
+      chunks.push_back(
+          {AMDGPU_CHUNK_ID_BO_HANDLES, sizeof(in) / 4, reinterpret_cast<uintptr_t>(&in)});
+    } else {
+      drm_amdgpu_bo_list l{};
+      l.in = in;
+      l.in.operation = AMDGPU_BO_LIST_OP_CREATE;
+      REQUIRE(xioctl(fd.get(), DRM_IOCTL_AMDGPU_BO_LIST, &l) == 0);
+      list = l.out.list_handle;
+    }
+    const uint64_t jobs = counters().jobs_submitted;
+    uint64_t seq = 0;
+    const int r = submit(fd.get(), ctx, AMDGPU_HW_IP_DMA, 0, ib_va, ib_bytes, &seq, chunks, list);
+    if (list) {
+      drm_amdgpu_bo_list d{};
+      d.in.operation = AMDGPU_BO_LIST_OP_DESTROY;
+      d.in.list_handle = list;
+      CHECK(xioctl(fd.get(), DRM_IOCTL_AMDGPU_BO_LIST, &d) == 0);
+    }
+    if (r == 0) {
+      CHECK(seq == last_seq + 1);
+      last_seq = seq;
+      CHECK(wait_cs(fd.get(), ctx, AMDGPU_HW_IP_DMA, 0, seq, abs_timeout_ms(5000)) == 0);
+    } else {
+      CHECK(counters().jobs_submitted == jobs);  // nothing was submitted
+    }
+    return r;
+  };
+  const auto both_ways = [&](std::vector<uint32_t> handles) {
+    const int by_list = listing(handles, false);
+    CHECK(listing(handles, true) == by_list);
+    return by_list;
+  };
+
+  void *mem = mmap(nullptr, 8192, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  REQUIRE(mem != MAP_FAILED);
+  auto *pages = static_cast<uint8_t *>(mem);
+  uint32_t rw = 0, ro = 0, other = 0;
+  REQUIRE(gem_userptr(fd.get(), mem, 8192,
+                      AMDGPU_GEM_USERPTR_VALIDATE | AMDGPU_GEM_USERPTR_REGISTER, &rw) == 0);
+  REQUIRE(gem_userptr(fd.get(), mem, 8192, AMDGPU_GEM_USERPTR_READONLY, &ro) == 0);
+  REQUIRE(gem_create(fd.get(), 4096, AMDGPU_GEM_DOMAIN_GTT, 0, &other) == 0);
+  CHECK(both_ways({other, rw, ro}) == 0);
+
+  // The second page made read-only: the writable object is refused, the read-only one is not.
+  REQUIRE(mprotect(pages + 4096, 4096, PROT_READ) == 0);
+  CHECK(both_ways({other, rw}) == -EPERM);
+  CHECK(both_ways({other, ro}) == 0);
+  // No access at all: both are refused, and a CS that does not list them is not.
+  REQUIRE(mprotect(pages, 8192, PROT_NONE) == 0);
+  CHECK(both_ways({rw}) == -EFAULT);
+  CHECK(both_ways({ro, other}) == -EFAULT);
+  CHECK(both_ways({other}) == 0);
+  // The pages back: taken again.
+  REQUIRE(mprotect(pages, 8192, PROT_READ | PROT_WRITE) == 0);
+  CHECK(both_ways({rw, ro}) == 0);
+  gem_close(fd.get(), rw);
+  gem_close(fd.get(), ro);
+  munmap(mem, 8192);
+
+  // Pages the process unmapped after registering them (a hole: no VMA).
+  const auto unmapped = with_hole(3, 1, [&](uint8_t *region) {
+    uint32_t h = 0;
+    if (gem_userptr(fd.get(), region, 3 * 4096, AMDGPU_GEM_USERPTR_REGISTER, &h)) return 1;
+    const int r = both_ways({other, h});
+    gem_close(fd.get(), h);
+    return r;
+  });
+  REQUIRE(unmapped.has_value());
+  CHECK(*unmapped == -EFAULT);
+  gem_close(fd.get(), other);
+}
