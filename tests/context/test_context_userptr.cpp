@@ -193,6 +193,70 @@ TEST_CASE("userptr: a dropped blob is let go by the kernel even when its BO list
   gpu_read(h, sdma, va + (1 << 24), kPage, va + (1 << 26), 2);
 }
 
+TEST_CASE("userptr: pages the VMM takes back fail only the submissions that still name them",
+          "[context][userptr]") {
+  // Every CS looks up again the pages of each userptr object the kernel's BO list names
+  // (amdgpu_cs_parser_bos()), and the list follows the guest's mappings. While the guest maps a
+  // blob whose pages the VMM withdrew, its submissions get the kernel's EFAULT and the queue
+  // stays usable; once the guest unmaps the blob, or the VMM detaches it and then unmaps the
+  // pages, the context's next submission runs.
+  ContextHarness h;
+  h.create_shmem();
+  const uint64_t va = h.capset().va_start, ib_va = va + (1 << 24), dst_va = va + (1 << 25);
+  int32_t r;
+  const uint32_t sdma = h.queue_create(RVGL_IP_SDMA, 1, &r);
+  REQUIRE(r == 0);
+  auto ib = h.mapped_bo(kPage);
+  auto dst = h.mapped_bo(kPage);
+  REQUIRE(h.va_map(ib.bo, 0, 0, ib_va, kPage) == 0);
+  REQUIRE(h.va_map(dst.bo, 0, 0, dst_va, kPage) == 0);
+  uint32_t n = 0;
+  // A submission that touches only `dst`: the SUBMIT's result, and the job's write when taken.
+  const auto submit_other = [&] {
+    std::vector<uint32_t> dw;
+    pk::sdma_fence(dw, dst_va, ++n);
+    pk::sdma_pad(dw);
+    int32_t result = 0;
+    h.submit(sdma, {ContextHarness::write_ib(ib, ib_va, dw)}, {}, &result);
+    if (result == 0) {
+      REQUIRE(h.fence(1, n) == 0);
+      REQUIRE(h.wait_fence(1, n));
+      CHECK(*dst.ptr<uint32_t>() == n);
+    }
+    return result;
+  };
+  const auto before = emu_counters();
+  for (const bool detach_first : {false, true}) {
+    INFO((detach_first ? "detached, then unmapped" : "withdrawn while mapped"));
+    void *pages =
+        mmap(nullptr, 4 * kPage, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    REQUIRE(pages != MAP_FAILED);
+    const iovec iov{pages, 4 * kPage};
+    int err;
+    const uint32_t res = userptr_blob(h, {&iov, 1}, &err);
+    REQUIRE(err == 0);
+    REQUIRE(h.va_map(0, res, 0, va, 4 * kPage) == 0);
+    CHECK(submit_other() == 0);  // the kernel's list names the blob from here
+    if (detach_first) {
+      h.ctx().detach_resource(res);
+      REQUIRE(munmap(pages, 4 * kPage) == 0);
+      CHECK(submit_other() == 0);
+    } else {
+      // No access left (an unmap would free the range for another thread's next mmap).
+      REQUIRE(mprotect(pages, 4 * kPage, PROT_NONE) == 0);
+      CHECK(submit_other() == -EFAULT);
+      REQUIRE(h.va_unmap(va, 4 * kPage) == 0);
+      CHECK(submit_other() == 0);
+      h.ctx().detach_resource(res);
+      munmap(pages, 4 * kPage);
+    }
+    CHECK(emu_counters().userptr_alive == before.userptr_alive);
+  }
+  const auto st = h.queue_state(sdma);
+  CHECK(st.hdr.result == 0);
+  CHECK(st.state == RVGL_QUEUE_STATE_OK);
+}
+
 TEST_CASE("userptr: 4096 scattered pages of a memfd need at most 2 host objects",
           "[context][userptr]") {
   ContextHarness h;
