@@ -22,6 +22,7 @@ enum RecordType : uint32_t {
   kSubmit = 0x4d425553,    // "SUBM": a command buffer as received; payload = its bytes
   kResponse = 0x50534552,  // "RESP": a response as written; payload = its bytes
   kDone = 0x454e4f44,      // "DONE": the submit's result; no payload
+  kFull = 0x4c4c5546,      // "FULL": the capture budget is spent, nothing follows; no payload
 };
 
 struct RecordHeader {

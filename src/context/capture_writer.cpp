@@ -17,9 +17,25 @@ uint64_t now_ns() {
 
 }  // namespace
 
+std::shared_ptr<CaptureBudget> CaptureBudget::process(uint64_t limit) {
+  static const std::shared_ptr<CaptureBudget> budget = std::make_shared<CaptureBudget>(limit);
+  return budget;
+}
+
+bool CaptureBudget::take(uint64_t n) {
+  uint64_t used = used_.load(std::memory_order_relaxed);
+  do {
+    if (n > limit_ || used > limit_ - n) return false;
+  } while (!used_.compare_exchange_weak(used, used + n, std::memory_order_relaxed));
+  return true;
+}
+
 std::unique_ptr<CaptureWriter> CaptureWriter::open(const std::string &dir, uint32_t ctx_id,
-                                                   uint32_t capset_id) {
+                                                   uint32_t capset_id,
+                                                   std::shared_ptr<CaptureBudget> budget) {
+  if (!budget || !budget->take(sizeof(capture::FileHeader))) return nullptr;
   std::unique_ptr<CaptureWriter> w(new CaptureWriter());
+  w->budget_ = std::move(budget);
   w->path_ =
       dir + "/rvgl-capture-" + std::to_string(getpid()) + "-ctx" + std::to_string(ctx_id) + ".bin";
   w->f_ = std::fopen(w->path_.c_str(), "wbe");
@@ -37,8 +53,8 @@ CaptureWriter::~CaptureWriter() {
   if (f_) std::fclose(f_);
 }
 
-void CaptureWriter::record(uint32_t type, uint32_t cmd, uint32_t seqno, int32_t result,
-                           std::span<const uint8_t> payload) {
+void CaptureWriter::write_record(uint32_t type, uint32_t cmd, uint32_t seqno, int32_t result,
+                                 std::span<const uint8_t> payload) {
   capture::RecordHeader r{type,    static_cast<uint32_t>(payload.size()), cmd, seqno, result, 0,
                           now_ns()};
   std::fwrite(&r, sizeof(r), 1, f_);
@@ -47,9 +63,19 @@ void CaptureWriter::record(uint32_t type, uint32_t cmd, uint32_t seqno, int32_t 
   if (const size_t pad = (8 - payload.size() % 8) % 8) std::fwrite(zeros, 1, pad, f_);
 }
 
+void CaptureWriter::record(uint32_t type, uint32_t cmd, uint32_t seqno, int32_t result,
+                           std::span<const uint8_t> payload) {
+  if (!f_) return;
+  const uint64_t bytes = sizeof(capture::RecordHeader) + (payload.size() + 7) / 8 * 8;
+  if (budget_->take(bytes)) return write_record(type, cmd, seqno, result, payload);
+  write_record(capture::kFull, 0, 0, 0, {});
+  std::fclose(f_);
+  f_ = nullptr;
+}
+
 void CaptureWriter::submit(std::span<const uint8_t> cmds) {
   record(capture::kSubmit, 0, 0, 0, cmds);
-  std::fflush(f_);  // on disk before the host touches it
+  if (f_) std::fflush(f_);  // on disk before the host touches it
 }
 
 void CaptureWriter::response(uint32_t cmd, uint32_t seqno, std::span<const uint8_t> rsp) {
@@ -60,7 +86,7 @@ void CaptureWriter::response(uint32_t cmd, uint32_t seqno, std::span<const uint8
 
 void CaptureWriter::done(int result) {
   record(capture::kDone, 0, 0, result, {});
-  std::fflush(f_);
+  if (f_) std::fflush(f_);
 }
 
 }  // namespace rvgl

@@ -1,7 +1,9 @@
 // Writes a context's capture file (RVGL_CAPTURE_DIR). Off by default; when on, every command
-// buffer is written before it is processed, so a buffer that crashes the host is still on disk.
+// buffer is written before it is processed, so a buffer that crashes the host is still on disk,
+// until the process's capture budget is spent.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <cstdio>
 #include <memory>
@@ -10,11 +12,30 @@
 
 namespace rvgl {
 
+// The bytes capture files may take together (RVGL_CAPTURE_MAX_MB), shared by every context of a
+// process: a guest that sends much, or makes context after context (a file each), cannot fill
+// the host's disk.
+class CaptureBudget {
+ public:
+  explicit CaptureBudget(uint64_t limit) : limit_(limit) {}
+  // The process's budget, made with `limit` on first use.
+  static std::shared_ptr<CaptureBudget> process(uint64_t limit);
+  // Takes n bytes if they fit.
+  bool take(uint64_t n);
+  uint64_t used() const { return used_.load(std::memory_order_relaxed); }
+
+ private:
+  const uint64_t limit_;
+  std::atomic<uint64_t> used_{0};
+};
+
 class CaptureWriter {
  public:
-  // nullptr when the file cannot be created (capture is then silently off).
+  // nullptr when the file cannot be created, or the budget has no room for its header (capture
+  // is then off for this context).
   static std::unique_ptr<CaptureWriter> open(const std::string &dir, uint32_t ctx_id,
-                                             uint32_t capset_id);
+                                             uint32_t capset_id,
+                                             std::shared_ptr<CaptureBudget> budget);
   ~CaptureWriter();
 
   void submit(std::span<const uint8_t> cmds);
@@ -23,10 +44,16 @@ class CaptureWriter {
   const std::string &path() const { return path_; }
 
  private:
+  // Writes one record if the budget takes it; otherwise ends the file with a FULL record (the
+  // one write the budget does not count: one per file, and every file took its header from the
+  // budget first) and closes it.
   void record(uint32_t type, uint32_t cmd, uint32_t seqno, int32_t result,
               std::span<const uint8_t> payload);
+  void write_record(uint32_t type, uint32_t cmd, uint32_t seqno, int32_t result,
+                    std::span<const uint8_t> payload);
   FILE *f_ = nullptr;
   std::string path_;
+  std::shared_ptr<CaptureBudget> budget_;
 };
 
 }  // namespace rvgl

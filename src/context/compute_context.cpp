@@ -114,7 +114,10 @@ std::unique_ptr<ComputeContext> ComputeContext::create(Options opts, int *err) {
   c->health_->on_deadline_moved(
       [engine = c->engine_, id = c->health_timer_] { engine->deadline_moved(id); });
   if (!opts.config->capture_dir.empty()) {
-    c->capture_ = CaptureWriter::open(opts.config->capture_dir, c->ctx_id_, opts.config->capset_id);
+    const Config &cfg = *opts.config;
+    c->capture_ = CaptureWriter::open(
+        cfg.capture_dir, c->ctx_id_, cfg.capset_id,
+        cfg.capture_budget ? cfg.capture_budget : CaptureBudget::process(cfg.capture_max_bytes));
     if (CaptureWriter *w = c->capture_.get())
       c->decoder_.set_observer([w](uint32_t cmd, uint32_t seqno, std::span<const uint8_t> rsp) {
         w->response(cmd, seqno, rsp);

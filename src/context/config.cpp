@@ -23,6 +23,7 @@ Config Config::from_env() {
   if (const char *v = std::getenv("RVGL_RENDER_NODE")) c.render_node = v;
   if (const char *v = std::getenv("RVGL_CAPTURE_DIR")) c.capture_dir = v;
   if (const char *v = std::getenv("RVGL_COMPUTE_ONLY")) c.compute_only = std::strcmp(v, "0") != 0;
+  read_number("RVGL_CAPTURE_MAX_MB", &c.capture_max_bytes, uint64_t{1} << 20);
   read_number("RVGL_CAPSET_ID", &c.capset_id);
   read_number("RVGL_NUM_XCC", &c.num_xcc_override);
   auto &l = c.limits;

@@ -3,9 +3,12 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 
 namespace rvgl {
+
+class CaptureBudget;
 
 struct ContextLimits {
   uint32_t max_objects = 16384;              // BOs + userptr/imported resources
@@ -36,6 +39,10 @@ struct Config {
   bool compute_only = false;      // RVGL_COMPUTE_ONLY: hooks drop GL and set NO_VIRGL
   uint32_t num_xcc_override = 0;  // RVGL_NUM_XCC: XCCs per partition when the table is wrong
   std::string capture_dir;        // RVGL_CAPTURE_DIR: write every submit there (trace tool)
+  // RVGL_CAPTURE_MAX_MB: what the process's capture files may take together.
+  uint64_t capture_max_bytes = 1ull << 30;
+  // The budget the context's capture file takes from; null: the process's (CaptureBudget).
+  std::shared_ptr<CaptureBudget> capture_budget;
   ContextLimits limits;
 
   static Config from_env();

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "context/capture_format.h"
+#include "context/capture_writer.h"
 #include "support/context_harness.h"
 
 using namespace rvgl;
@@ -95,4 +96,46 @@ TEST_CASE("capture mode does not write a buffer the host refuses unread", "[cont
   REQUIRE(stat(dir.file.c_str(), &st) == 0);
   // The file header and, per submit, an empty SUBM and its DONE.
   CHECK(st.st_size == off_t(sizeof(capture::FileHeader) + 4 * 2 * sizeof(capture::RecordHeader)));
+}
+
+TEST_CASE("capture files stop at the process's budget, with a FULL record", "[context][capture]") {
+  CaptureDir dir("rvgl-capture-budget");
+  constexpr uint64_t kHeader = sizeof(capture::FileHeader), kRecord = sizeof(capture::RecordHeader);
+  const auto padded = [](uint64_t n) { return (n + 7) / 8 * 8; };
+  // Room for the file header and one NOP submit (its SUBM, RESP and DONE), and less than a header
+  // more.
+  const uint64_t one_nop =
+      3 * kRecord + padded(sizeof(rvgl_req_nop)) + padded(sizeof(rvgl_rsp_nop));
+  Config c = test_config();
+  c.capture_dir = dir.path();
+  c.capture_budget = std::make_shared<CaptureBudget>(kHeader + one_nop + kHeader / 2);
+  {
+    ContextHarness h(c);
+    h.create_shmem();
+    dir.file = h.ctx().capture_path();
+    rvgl_req_nop nop{};
+    for (int i = 0; i < 3; ++i)
+      REQUIRE(h.call<rvgl_rsp_nop>(RVGL_CMD_NOP, nop).hdr.result == 0);  // the guest sees no change
+    // A second context of the process finds the budget without room for its header: no file.
+    ContextHarness other(c, false, 2);
+    CHECK(other.ctx().capture_path().empty());
+  }
+  CHECK(c.capture_budget->used() == kHeader + one_nop);
+  REQUIRE(!dir.file.empty());
+  FILE *f = std::fopen(dir.file.c_str(), "rb");
+  REQUIRE(f);
+  std::fseek(f, static_cast<long>(kHeader), SEEK_SET);
+  std::vector<uint32_t> types;
+  capture::RecordHeader rh;
+  while (std::fread(&rh, sizeof(rh), 1, f) == 1) {
+    types.push_back(rh.type);
+    std::fseek(f, static_cast<long>(padded(rh.length)), SEEK_CUR);
+  }
+  std::fclose(f);
+  // The first submit whole; the second's SUBM did not fit, and FULL ends the file.
+  CHECK(types == std::vector<uint32_t>{capture::kSubmit, capture::kResponse, capture::kDone,
+                                       capture::kFull});
+  struct stat st {};
+  REQUIRE(stat(dir.file.c_str(), &st) == 0);
+  CHECK(uint64_t(st.st_size) == kHeader + one_nop + kRecord);
 }

@@ -341,6 +341,16 @@ TEST_CASE("trace survives garbage and reports what it cannot read", "[tools][tra
     CHECK(of_type(d, "DONE")[0]["result_name"] == "-EIO");
   }
 
+  SECTION("a FULL record ends a capture whose budget was spent, as no problem") {
+    auto f = FileBuilder().record(capture::kDone, {}, 0, 0, 0).record(capture::kFull, {}).bytes();
+    const Decoded d = decode(f);
+    render_all(d);
+    CHECK(d.stats.problems == 0);
+    REQUIRE(of_type(d, "FULL").size() == 1);
+    CHECK(of_type(d, "FULL")[0]["message"].get<std::string>().find("RVGL_CAPTURE_MAX_MB") !=
+          std::string::npos);
+  }
+
   SECTION("SUBMIT arrays longer than the frame") {
     struct {
       rvgl_req_submit s;
@@ -424,8 +434,8 @@ TEST_CASE("trace survives garbage and reports what it cannot read", "[tools][tra
           h->len = static_cast<uint32_t>(payload.size() / 8 * 8);
         }
         static constexpr uint32_t kTypes[] = {capture::kSubmit, capture::kResponse, capture::kDone,
-                                              0x12345678};
-        f.record(kTypes[rng() % 4], payload, static_cast<uint32_t>(rng() % (RVGL_CMD_COUNT + 2)),
+                                              capture::kFull, 0x12345678};
+        f.record(kTypes[rng() % 5], payload, static_cast<uint32_t>(rng() % (RVGL_CMD_COUNT + 2)),
                  static_cast<uint32_t>(rng()), static_cast<int32_t>(rng()));
       }
       auto bytes = f.bytes();

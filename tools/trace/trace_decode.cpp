@@ -23,6 +23,8 @@ std::string record_type_name(uint32_t type) {
       return "RESP";
     case capture::kDone:
       return "DONE";
+    case capture::kFull:
+      return "FULL";
   }
   return "unknown";
 }
@@ -129,6 +131,17 @@ class Decoder {
         json e = timed("DONE", offset, rh);
         e["result"] = rh.result;
         e["result_name"] = errno_name(rh.result);
+        if (rh.length) {
+          e["problems"] = json::array({fmt::format("{} payload bytes, none expected", rh.length)});
+          ++stats_.problems;
+        }
+        return sink_(e);
+      }
+      case capture::kFull: {
+        json e = timed("FULL", offset, rh);
+        e["message"] =
+            "the process's capture budget (RVGL_CAPTURE_MAX_MB) is spent: nothing more "
+            "was captured";
         if (rh.length) {
           e["problems"] = json::array({fmt::format("{} payload bytes, none expected", rh.length)});
           ++stats_.problems;
@@ -309,6 +322,9 @@ std::string event_text(const nlohmann::ordered_json &e) {
     append_list(out, e, "notes", "    note: ");
   } else if (type == "DONE") {
     out = fmt::format("{} DONE result={}\n", time_text(e), e["result_name"].get<std::string>());
+    append_list(out, e, "problems", "    !! ");
+  } else if (type == "FULL") {
+    out = fmt::format("{} FULL {}\n", time_text(e), e["message"].get<std::string>());
     append_list(out, e, "problems", "    !! ");
   }
   return out;
