@@ -215,7 +215,11 @@ int amdgpu_ioctl_gem_metadata(DeviceFile &f, void *data) {
 // resolves its handles (-ENOENT for an unknown one). State lock held.
 int read_bo_list(DeviceFile &f, uint64_t ptr, uint32_t count, uint32_t stride,
                  std::vector<std::shared_ptr<BufferObject>> &out) {
-  if (count > 65536) return -EINVAL;
+  // amdgpu_bo_create_list_entry_array(): AMDGPU_BO_LIST_MAX_ENTRIES, before anything is copied
+  // ("drm/amdgpu: Limit BO list entry count to prevent resource exhaustion", 688b87d39e0a, 2026,
+  // in stable kernels; earlier kernels only checked the array size for overflow).
+  constexpr uint32_t kMaxEntries = 128 * 1024;
+  if (count > kMaxEntries) return -EINVAL;
   out.clear();
   const uint32_t take = std::min<uint32_t>(stride, sizeof(drm_amdgpu_bo_list_entry));
   for (uint32_t i = 0; i < count; ++i) {

@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include "emu_test_support.h"
+#include "unmapped_memory.h"
 
 using namespace rvgl::emu_test;
 
@@ -227,6 +228,15 @@ TEST_CASE("user fences, BO lists and GEM_WAIT_IDLE", "[packets]") {
   CHECK(submit(e.fd.get(), e.ctx, AMDGPU_HW_IP_DMA, 0, e.ibs.va, 16, &seq, both, list_handle) ==
         -EINVAL);
   CHECK(submit(e.fd.get(), e.ctx, AMDGPU_HW_IP_DMA, 0, e.ibs.va, 16, &seq, {}, 77) == -ENOENT);
+  // At most AMDGPU_BO_LIST_MAX_ENTRIES (128 Ki) entries, refused before any is read; up to it
+  // the array is read (here from an address with nothing there).
+  in.bo_info_ptr = reinterpret_cast<uintptr_t>(never_mapped());
+  in.bo_number = 128 * 1024 + 1;
+  CHECK(submit(e.fd.get(), e.ctx, AMDGPU_HW_IP_DMA, 0, e.ibs.va, 16, &seq, both) == -EINVAL);
+  in.bo_number = 128 * 1024;
+  CHECK(submit(e.fd.get(), e.ctx, AMDGPU_HW_IP_DMA, 0, e.ibs.va, 16, &seq, both) == -EFAULT);
+  in.bo_info_ptr = reinterpret_cast<uintptr_t>(entries);
+  in.bo_number = 1;
   entries[0].bo_handle = 999;
   CHECK(submit(e.fd.get(), e.ctx, AMDGPU_HW_IP_DMA, 0, e.ibs.va, 16, &seq, both) == -ENOENT);
   CHECK(submit(e.fd.get(), e.ctx, AMDGPU_HW_IP_DMA, 99, e.ibs.va, 16, &seq) == -EINVAL);  // ring
