@@ -10,6 +10,7 @@
 #include <climits>
 #include <cstdio>
 #include <cstring>
+#include <new>
 #include <memory>
 #include <mutex>
 
@@ -25,6 +26,16 @@ AmdgpuDevice::~AmdgpuDevice() {
 void AmdgpuDevice::keep_until_closed(std::shared_ptr<const void> what) {
   std::lock_guard lk(kept_mu_);
   kept_.push_back(std::move(what));
+}
+
+bool AmdgpuDevice::reserve_kept(size_t n) {
+  std::lock_guard lk(kept_mu_);
+  try {
+    kept_.reserve(kept_.size() + n);
+  } catch (const std::bad_alloc &) {
+    return false;
+  }
+  return true;
 }
 
 size_t AmdgpuDevice::kept_until_closed() const {

@@ -42,6 +42,9 @@ class AmdgpuDevice {
   // kernel drop everything the file held.
   void keep_until_closed(std::shared_ptr<const void> what);
   size_t kept_until_closed() const;
+  // Room for n more keep_until_closed() calls that then allocate nothing; false when out of
+  // memory.
+  bool reserve_kept(size_t n);
 
   // ---- memory (amdgpu_device_memory.cpp) ----
   int gem_create(uint64_t size, uint64_t alignment, uint64_t domains, uint64_t flags,

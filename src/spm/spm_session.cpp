@@ -137,7 +137,13 @@ void SpmSession::run() {
       std::lock_guard lk(mu_);
       stopping = stop_;
     }
-    rsp.hdr.result = stopping ? -ECANCELED : kernel_op(RVGL_AMDGPU_SPM_OP_SET_DEST_BUF, &spm);
+    // Room to keep the new destination should the kernel fail part way (below), made before the
+    // kernel may need it: nothing may be freed that it could still write into.
+    const bool room = job.dst.host == nullptr || dev_->reserve_kept(2);
+    const int kernel_result = stopping ? -ECANCELED
+                              : !room  ? -ENOMEM
+                                       : kernel_op(RVGL_AMDGPU_SPM_OP_SET_DEST_BUF, &spm);
+    rsp.hdr.result = kernel_result;
     if (rsp.hdr.result == 0) {
       rsp.bytes_copied = spm.bytes_copied;
       rsp.has_data_loss = spm.has_data_loss;
@@ -162,6 +168,14 @@ void SpmSession::run() {
     // The kernel has retired it: hand its contents to the guest before the response says so.
     deliver(retired);
     retired = {};
+    // amdgpu_set_dest_buffer() takes the new destination XCC by XCC, each after writing the
+    // header of the one it retires; a header it cannot write (-EFAULT, spm_update_dest_info())
+    // ends the loop with the new destination already streaming on the XCCs before. It stays
+    // until the file closes, never freed under the kernel (room was made above).
+    if (kernel_result == -EFAULT && job.dst.host) {
+      if (job.dst.bounce) dev_->keep_until_closed(std::move(job.dst.bounce));
+      if (job.dst.host_mapping) dev_->keep_until_closed(std::move(job.dst.host_mapping));
+    }
     job.dst = {};
     // Through the shared link, under its lock, never a copy of the callbacks taken earlier: a
     // copy could outlive the owner's cut() and call into a context that is gone (found by

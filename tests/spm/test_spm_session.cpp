@@ -80,3 +80,50 @@ TEST_CASE("a destination the kernel failed to let go of stays mapped until the d
   dev.reset();  // the file closes: the kernel stops, and only then the buffer goes
   CHECK(bounce.expired());
 }
+
+TEST_CASE("a destination whose SET_DEST failed part way stays mapped until the device closes",
+          "[spm][session]") {
+  // amdgpu_set_dest_buffer() takes a new destination XCC by XCC; -EFAULT (a retired buffer's
+  // header it could not write) ends that loop with the new destination already streaming on the
+  // XCCs before. Any other error comes before it takes anything.
+  SpmReaper::instance().drain();
+  int err = 0;
+  auto dev = AmdgpuDevice::open(choose_render_node(""), &err);
+  REQUIRE(dev);
+  auto link = std::make_shared<SpmCallbacks>(nullptr, nullptr);
+  std::unique_ptr<SpmSession> s;
+  REQUIRE(SpmSession::create(dev, 0, 7, link, &s) == 0);
+  constexpr uint32_t kSize = 64 * 1024;
+  uint32_t seqno = 0;
+  // A SET_DEST of a fresh buffer, waited for; what becomes of the buffer is seen through the
+  // returned handle.
+  const auto set_dest = [&](const char *fail_rule) {
+    SpmSession::Destination dst;
+    dst.bounce = SpmSession::make_bounce(kSize, Charge());
+    REQUIRE(dst.bounce);
+    std::weak_ptr<Mapping> buffer = dst.bounce;
+    dst.host = dst.bounce->as<uint8_t>();
+    dst.size = kSize;
+    test::ScopedKnob fail("RVGL_EMU_FAIL", fail_rule, "");
+    const uint64_t before = s->completed();
+    REQUIRE(s->set_dest(std::move(dst), 0, ++seqno, RVGL_RSP_NONE) == 0);
+    for (int i = 0; i < 5000 && s->completed() == before; ++i)
+      std::this_thread::sleep_for(1ms);
+    REQUIRE(s->completed() == before + 1);
+    return buffer;
+  };
+  const auto streaming = set_dest("");
+  CHECK(dev->kept_until_closed() == 0);
+  const auto refused = set_dest("PROFILER:1:EINVAL");
+  CHECK(refused.expired());  // the kernel took nothing: freed at once
+  CHECK(dev->kept_until_closed() == 0);
+  const auto part_way = set_dest("PROFILER:1:EFAULT");
+  CHECK_FALSE(part_way.expired());
+  CHECK(dev->kept_until_closed() == 1);
+  CHECK_FALSE(streaming.expired());  // still the destination the kernel was last given
+  s.reset();                         // released: the kernel stopped the stream
+  CHECK(streaming.expired());
+  CHECK_FALSE(part_way.expired());
+  dev.reset();  // the file closes, and only then the part-way one goes
+  CHECK(part_way.expired());
+}
