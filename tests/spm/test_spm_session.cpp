@@ -48,36 +48,57 @@ TEST_CASE("SPM callbacks once cut never call back into their old owner", "[spm][
   CHECK_FALSE(late_call);
 }
 
-TEST_CASE("a destination the kernel failed to let go of stays mapped until the device closes",
-          "[spm][session]") {
-  // RELEASE failing (three tries) leaves the kernel's stream running into the last destination:
-  // freeing it would let the kernel write into whatever the process maps there next.
-  SpmReaper::instance().drain();
-  int err = 0;
-  auto dev = AmdgpuDevice::open(choose_render_node(""), &err);
-  REQUIRE(dev);
-  auto link = std::make_shared<SpmCallbacks>(nullptr, nullptr);
+namespace {
+
+// A device file of its own and an SPM session on it (no SPM left held by an earlier test).
+struct SessionOnDevice {
+  std::shared_ptr<AmdgpuDevice> dev;
+  std::shared_ptr<SpmCallbacks> link = std::make_shared<SpmCallbacks>(nullptr, nullptr);
   std::unique_ptr<SpmSession> s;
-  REQUIRE(SpmSession::create(dev, 0, 7, link, &s) == 0);
+  SessionOnDevice() {
+    SpmReaper::instance().drain();
+    int err = 0;
+    dev = AmdgpuDevice::open(choose_render_node(""), &err);
+    REQUIRE(dev);
+    REQUIRE(SpmSession::create(dev, 0, 7, link, &s) == 0);
+  }
+};
+
+// A SET_DEST of a fresh 64 KiB host buffer, with RVGL_EMU_FAIL set to `fail_rule` meanwhile,
+// waited for; what becomes of the buffer is seen through the returned handle.
+std::weak_ptr<Mapping> set_bounce_dest(SpmSession &s, uint32_t seqno, const char *fail_rule) {
   constexpr uint32_t kSize = 64 * 1024;
   SpmSession::Destination dst;
   dst.bounce = SpmSession::make_bounce(kSize, Charge());
   REQUIRE(dst.bounce);
-  std::weak_ptr<Mapping> bounce = dst.bounce;
+  std::weak_ptr<Mapping> buffer = dst.bounce;
   dst.host = dst.bounce->as<uint8_t>();
   dst.size = kSize;
-  REQUIRE(s->set_dest(std::move(dst), 0, 1, RVGL_RSP_NONE) == 0);  // streams from now on
-  for (int i = 0; i < 5000 && s->completed() < 1; ++i)
+  test::ScopedKnob fail("RVGL_EMU_FAIL", fail_rule, "");
+  const uint64_t before = s.completed();
+  REQUIRE(s.set_dest(std::move(dst), 0, seqno, RVGL_RSP_NONE) == 0);
+  for (int i = 0; i < 5000 && s.completed() == before; ++i)
     std::this_thread::sleep_for(1ms);
-  REQUIRE(s->completed() == 1);
-  CHECK(dev->kept_until_closed() == 0);
+  REQUIRE(s.completed() == before + 1);
+  return buffer;
+}
+
+}  // namespace
+
+TEST_CASE("a destination the kernel failed to let go of stays mapped until the device closes",
+          "[spm][session]") {
+  // RELEASE failing (three tries) leaves the kernel's stream running into the last destination:
+  // freeing it would let the kernel write into whatever the process maps there next.
+  SessionOnDevice h;
+  const auto bounce = set_bounce_dest(*h.s, 1, "");  // streams from now on
+  CHECK(h.dev->kept_until_closed() == 0);
   {
     test::ScopedKnob fail("RVGL_EMU_FAIL", "PROFILER:1+:EIO", "");
-    s.reset();
+    h.s.reset();
   }
-  CHECK(dev->kept_until_closed() == 1);
+  CHECK(h.dev->kept_until_closed() == 1);
   CHECK_FALSE(bounce.expired());
-  dev.reset();  // the file closes: the kernel stops, and only then the buffer goes
+  h.dev.reset();  // the file closes: the kernel stops, and only then the buffer goes
   CHECK(bounce.expired());
 }
 
@@ -86,44 +107,19 @@ TEST_CASE("a destination whose SET_DEST failed part way stays mapped until the d
   // amdgpu_set_dest_buffer() takes a new destination XCC by XCC; -EFAULT (a retired buffer's
   // header it could not write) ends that loop with the new destination already streaming on the
   // XCCs before. Any other error comes before it takes anything.
-  SpmReaper::instance().drain();
-  int err = 0;
-  auto dev = AmdgpuDevice::open(choose_render_node(""), &err);
-  REQUIRE(dev);
-  auto link = std::make_shared<SpmCallbacks>(nullptr, nullptr);
-  std::unique_ptr<SpmSession> s;
-  REQUIRE(SpmSession::create(dev, 0, 7, link, &s) == 0);
-  constexpr uint32_t kSize = 64 * 1024;
-  uint32_t seqno = 0;
-  // A SET_DEST of a fresh buffer, waited for; what becomes of the buffer is seen through the
-  // returned handle.
-  const auto set_dest = [&](const char *fail_rule) {
-    SpmSession::Destination dst;
-    dst.bounce = SpmSession::make_bounce(kSize, Charge());
-    REQUIRE(dst.bounce);
-    std::weak_ptr<Mapping> buffer = dst.bounce;
-    dst.host = dst.bounce->as<uint8_t>();
-    dst.size = kSize;
-    test::ScopedKnob fail("RVGL_EMU_FAIL", fail_rule, "");
-    const uint64_t before = s->completed();
-    REQUIRE(s->set_dest(std::move(dst), 0, ++seqno, RVGL_RSP_NONE) == 0);
-    for (int i = 0; i < 5000 && s->completed() == before; ++i)
-      std::this_thread::sleep_for(1ms);
-    REQUIRE(s->completed() == before + 1);
-    return buffer;
-  };
-  const auto streaming = set_dest("");
-  CHECK(dev->kept_until_closed() == 0);
-  const auto refused = set_dest("PROFILER:1:EINVAL");
+  SessionOnDevice h;
+  const auto streaming = set_bounce_dest(*h.s, 1, "");
+  CHECK(h.dev->kept_until_closed() == 0);
+  const auto refused = set_bounce_dest(*h.s, 2, "PROFILER:1:EINVAL");
   CHECK(refused.expired());  // the kernel took nothing: freed at once
-  CHECK(dev->kept_until_closed() == 0);
-  const auto part_way = set_dest("PROFILER:1:EFAULT");
+  CHECK(h.dev->kept_until_closed() == 0);
+  const auto part_way = set_bounce_dest(*h.s, 3, "PROFILER:1:EFAULT");
   CHECK_FALSE(part_way.expired());
-  CHECK(dev->kept_until_closed() == 1);
+  CHECK(h.dev->kept_until_closed() == 1);
   CHECK_FALSE(streaming.expired());  // still the destination the kernel was last given
-  s.reset();                         // released: the kernel stopped the stream
+  h.s.reset();                       // released: the kernel stopped the stream
   CHECK(streaming.expired());
   CHECK_FALSE(part_way.expired());
-  dev.reset();  // the file closes, and only then the part-way one goes
+  h.dev.reset();  // the file closes, and only then the part-way one goes
   CHECK(part_way.expired());
 }
