@@ -23,24 +23,36 @@ AmdgpuDevice::~AmdgpuDevice() {
   kept_.clear();
 }
 
-void AmdgpuDevice::keep_until_closed(std::shared_ptr<const void> what) {
-  std::lock_guard lk(kept_mu_);
-  kept_.push_back(std::move(what));
-}
-
 bool AmdgpuDevice::reserve_kept(size_t n) {
   std::lock_guard lk(kept_mu_);
   try {
-    kept_.reserve(kept_.size() + n);
-  } catch (const std::bad_alloc &) {
+    kept_.reserve(kept_.size() + kept_reserved_ + n);
+  } catch (const std::exception &) {  // bad_alloc, or length_error past any real count
     return false;
   }
+  kept_reserved_ += n;
   return true;
+}
+
+void AmdgpuDevice::unreserve_kept(size_t n) {
+  std::lock_guard lk(kept_mu_);
+  kept_reserved_ -= n;
+}
+
+void AmdgpuDevice::keep_reserved(std::shared_ptr<const void> what) {
+  std::lock_guard lk(kept_mu_);
+  --kept_reserved_;
+  kept_.push_back(std::move(what));  // within the capacity reserve_kept() made
 }
 
 size_t AmdgpuDevice::kept_until_closed() const {
   std::lock_guard lk(kept_mu_);
   return kept_.size();
+}
+
+size_t AmdgpuDevice::kept_places_reserved() const {
+  std::lock_guard lk(kept_mu_);
+  return kept_reserved_;
 }
 
 std::shared_ptr<AmdgpuDevice> AmdgpuDevice::open(const std::string &path, int *err) {

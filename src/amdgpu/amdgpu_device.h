@@ -38,13 +38,12 @@ class AmdgpuDevice {
 
   ~AmdgpuDevice();
   // Memory the kernel may still write into because it failed to let go of it (a release ioctl
-  // that failed: an SPM destination): freed only after this file is closed, which makes the
-  // kernel drop everything the file held.
-  void keep_until_closed(std::shared_ptr<const void> what);
+  // that failed: an SPM destination) is freed only after this file is closed, which makes the
+  // kernel drop everything the file held. It is handed over through a KeptRoom
+  // (amdgpu/kept_room.h), made while there is memory for it. How many there are, and how many
+  // places rooms hold:
   size_t kept_until_closed() const;
-  // Room for n more keep_until_closed() calls that then allocate nothing; false when out of
-  // memory.
-  bool reserve_kept(size_t n);
+  size_t kept_places_reserved() const;
 
   // ---- memory (amdgpu_device_memory.cpp) ----
   int gem_create(uint64_t size, uint64_t alignment, uint64_t domains, uint64_t flags,
@@ -111,10 +110,17 @@ class AmdgpuDevice {
   explicit AmdgpuDevice(UniqueFd fd) : fd_(std::move(fd)) {}
   int check_driver();
 
+  friend class KeptRoom;
+  // kept_ has capacity for every reserved place: a keep into one never allocates.
+  bool reserve_kept(size_t n);
+  void unreserve_kept(size_t n);
+  void keep_reserved(std::shared_ptr<const void> what);
+
   UniqueFd fd_;
   uint32_t drm_minor_ = 0;
   mutable std::mutex kept_mu_;
   std::vector<std::shared_ptr<const void>> kept_;
+  size_t kept_reserved_ = 0;
 };
 
 }  // namespace rvgl

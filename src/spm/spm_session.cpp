@@ -86,8 +86,8 @@ SpmSession::~SpmSession() {
   // stops the stream), never freed for reuse under it. The mapping only, not the object, which
   // holds the device itself.
   if (released != 0) {
-    if (current_.bounce) dev_->keep_until_closed(std::move(current_.bounce));
-    if (current_.host_mapping) dev_->keep_until_closed(std::move(current_.host_mapping));
+    current_room_.keep(std::move(current_.bounce));
+    current_room_.keep(std::move(current_.host_mapping));
   }
 }
 
@@ -137,12 +137,15 @@ void SpmSession::run() {
       std::lock_guard lk(mu_);
       stopping = stop_;
     }
-    // Room to keep the new destination should the kernel fail part way (below), made before the
-    // kernel may need it: nothing may be freed that it could still write into.
-    const bool room = job.dst.host == nullptr || dev_->reserve_kept(2);
-    const int kernel_result = stopping ? -ECANCELED
-                              : !room  ? -ENOMEM
-                                       : kernel_op(RVGL_AMDGPU_SPM_OP_SET_DEST_BUF, &spm);
+    // Room to keep the new destination should the kernel fail part way (below), or not let go
+    // of it at the end (the destructor), made before the kernel may need it: nothing may be
+    // freed that it could still write into.
+    KeptRoom room;
+    if (job.dst.host) room = KeptRoom::make(dev_, 2);
+    const bool have_room = job.dst.host == nullptr || room;
+    const int kernel_result = stopping     ? -ECANCELED
+                              : !have_room ? -ENOMEM
+                                           : kernel_op(RVGL_AMDGPU_SPM_OP_SET_DEST_BUF, &spm);
     rsp.hdr.result = kernel_result;
     if (rsp.hdr.result == 0) {
       rsp.bytes_copied = spm.bytes_copied;
@@ -150,20 +153,18 @@ void SpmSession::run() {
       rsp.timeout_left_ms = spm.timeout;
     }
     Destination retired;
-    uint64_t point;
     {
       std::lock_guard lk(mu_);
       // Released between the look above and the call: the kernel refuses a SET_DEST of an SPM no
       // longer held (-EINVAL). For the guest it is a SET_DEST its own release cancelled.
       if (rsp.hdr.result != 0 && stop_) rsp.hdr.result = -ECANCELED;
       if (rsp.hdr.result == 0) {
-        // The kernel has let go of the previous destination: it may be unmapped now.
+        // The kernel has let go of the previous destination: it may be unmapped now, and its
+        // places go back.
         retired = std::move(current_);
         current_ = std::move(job.dst);
+        current_room_ = std::move(room);
       }
-      data_loss_total_ += rsp.has_data_loss;
-      jobs_.pop_front();
-      point = ++completed_;
     }
     // The kernel has retired it: hand its contents to the guest before the response says so.
     deliver(retired);
@@ -173,10 +174,19 @@ void SpmSession::run() {
     // ends the loop with the new destination already streaming on the XCCs before. It stays
     // until the file closes, never freed under the kernel (room was made above).
     if (kernel_result == -EFAULT && job.dst.host) {
-      if (job.dst.bounce) dev_->keep_until_closed(std::move(job.dst.bounce));
-      if (job.dst.host_mapping) dev_->keep_until_closed(std::move(job.dst.host_mapping));
+      room.keep(std::move(job.dst.bounce));
+      room.keep(std::move(job.dst.host_mapping));
     }
     job.dst = {};
+    room = {};
+    // Counted done only now: whoever sees the count sees the memory it no longer needs let go.
+    uint64_t point;
+    {
+      std::lock_guard lk(mu_);
+      data_loss_total_ += rsp.has_data_loss;
+      jobs_.pop_front();
+      point = ++completed_;
+    }
     // Through the shared link, under its lock, never a copy of the callbacks taken earlier: a
     // copy could outlive the owner's cut() and call into a context that is gone (found by
     // fuzz-protocol). A released session still reports while its context lives.

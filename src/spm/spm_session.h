@@ -20,6 +20,7 @@
 #include <thread>
 
 #include "amdgpu/amdgpu_device.h"
+#include "amdgpu/kept_room.h"
 #include "memory/memory_object.h"
 #include "spm/spm_callbacks.h"
 #include "util/mapping.h"
@@ -106,6 +107,9 @@ class SpmSession {
   uint64_t completed_ = 0;
   uint32_t data_loss_total_ = 0;
   Destination current_;  // what the kernel is writing into now
+  // Made with current_, used by the destructor should the kernel not let go of it: a destructor
+  // cannot report running out of memory.
+  KeptRoom current_room_;
   std::thread worker_;
 };
 

@@ -3,16 +3,34 @@
 
 #include <atomic>
 #include <chrono>
+#include <new>
 #include <thread>
 
 #include "amdgpu/amdgpu_device.h"
+#include "amdgpu/kept_room.h"
 #include "amdgpu/render_node.h"
 #include "spm/spm_reaper.h"
 #include "spm/spm_session.h"
+#include "rvgl_emu.h"
+#include "support/replaced_new.h"
 #include "support/scoped_knob.h"
 
 using namespace rvgl;
 using namespace std::chrono_literals;
+
+namespace {
+
+// Whether this thread's allocations fail: a test's way to run out of memory inside the code it
+// calls, on its own thread only. The emulated kernel's own allocations still succeed.
+thread_local bool t_out_of_memory = false;
+
+}  // namespace
+
+// This program's allocations (support/replaced_new.h).
+void *rvgl::test::replaced_allocate(std::size_t n, std::size_t align) noexcept {
+  if (t_out_of_memory && !rvgl_emu_thread_in_kernel()) return nullptr;
+  return malloc_aligned(n, align);
+}
 
 TEST_CASE("SPM callbacks once cut never call back into their old owner", "[spm][session]") {
   SpmReaper::instance().drain();  // no SPM left held by an earlier test
@@ -122,4 +140,46 @@ TEST_CASE("a destination whose SET_DEST failed part way stays mapped until the d
   CHECK_FALSE(part_way.expired());
   h.dev.reset();  // the file closes, and only then the part-way one goes
   CHECK(part_way.expired());
+}
+
+TEST_CASE("a session whose kernel does not let go keeps its destination without allocating",
+          "[spm][session]") {
+  // The destructor cannot report running out of memory (and runs on the reaper): the place it
+  // keeps the destination in was made with the SET_DEST. The device's list is filled to its
+  // capacity first, so a keep that allocated now would have to grow it.
+  SessionOnDevice h;
+  const auto streaming = set_bounce_dest(*h.s, 1, "");
+  for (int i = 0; i < 3; ++i)
+    KeptRoom::make(h.dev, 1).keep(std::make_shared<int>(i));
+  REQUIRE(h.dev->kept_until_closed() == 3);
+  {
+    test::ScopedKnob fail("RVGL_EMU_FAIL", "PROFILER:1+:EIO", "");
+    t_out_of_memory = true;
+    h.s.reset();
+    t_out_of_memory = false;
+  }
+  CHECK(h.dev->kept_until_closed() == 4);
+  CHECK_FALSE(streaming.expired());
+  h.dev.reset();
+  CHECK(streaming.expired());
+}
+
+TEST_CASE("places kept for SPM destinations go back when nothing needed them", "[spm][session]") {
+  // Each SET_DEST that names memory holds two places while its memory is the stream's; a long
+  // session must not grow the device's reservation without bound.
+  SessionOnDevice h;
+  for (uint32_t i = 1; i <= 200; ++i) {
+    set_bounce_dest(*h.s, i, i % 3 == 0 ? "PROFILER:1:EINVAL" : "");
+    CHECK(h.dev->kept_places_reserved() == 2);
+  }
+  REQUIRE(h.s->set_dest({}, 0, 201, RVGL_RSP_NONE) == 0);  // stop streaming: nothing to keep
+  for (int i = 0; i < 5000 && h.s->completed() != 201; ++i)
+    std::this_thread::sleep_for(1ms);
+  REQUIRE(h.s->completed() == 201);
+  CHECK(h.dev->kept_places_reserved() == 0);
+  set_bounce_dest(*h.s, 202, "");
+  CHECK(h.dev->kept_places_reserved() == 2);
+  h.s.reset();  // released: the stream's memory is free
+  CHECK(h.dev->kept_places_reserved() == 0);
+  CHECK(h.dev->kept_until_closed() == 0);
 }
