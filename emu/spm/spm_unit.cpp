@@ -164,8 +164,9 @@ int SpmUnit::set_dest(uint64_t file_id, rvgl_drm_amdgpu_spm_args &args) {
   uint64_t slice = 0;
   if (args.dest_buf) {
     slice = (args.buf_size / xccs_) & ~uint64_t{kSpmLineBytes - 1};
+    // Whether the new buffer is mapped is not checked: the kernel's copies into it fail later
+    // (samples lost, and the header when it is retired).
     if (slice <= sizeof(rvgl_drm_amdgpu_spm_buffer_header)) return -EINVAL;
-    if (!user_range_mapped(args.dest_buf, slice * xccs_)) return -EFAULT;
   }
   std::unique_lock lk(mu_);
   if (!owner_ || owner_ != file_id) return -EINVAL;
@@ -189,24 +190,31 @@ int SpmUnit::set_dest(uint64_t file_id, rvgl_drm_amdgpu_spm_args &args) {
     timeout_left = now >= deadline ? 0 : static_cast<uint32_t>((deadline - now) / 1000000ull);
   }
 
+  // XCC by XCC, as amdgpu_set_dest_buffer() does: spm_update_dest_info() writes the header of
+  // the slice it retires and only then takes the new one; a header it cannot write ends the loop
+  // with -EFAULT, the XCCs before already on the new buffer and the rest still on the old.
   int ret = 0;
+  uint32_t moved = 0;
   args.bytes_copied = 0;
   args.has_data_loss = 0;
-  for (uint32_t x = 0; x < streams_.size(); ++x) {
-    Stream &s = streams_[x];
+  for (; moved < streams_.size(); ++moved) {
+    Stream &s = streams_[moved];
     if (s.has_slice) {
       rvgl_drm_amdgpu_spm_buffer_header h{};
       h.version = kSpmVersion;
       h.bytes_copied = static_cast<uint32_t>(s.copied);
       h.has_data_loss = s.loss ? 1 : 0;
-      if (copy_to_user(s.slice_addr, &h, sizeof(h)) != 0) ret = -EFAULT;
+      if (copy_to_user(s.slice_addr, &h, sizeof(h)) != 0) {
+        ret = -EFAULT;
+        break;
+      }
       args.bytes_copied += static_cast<uint32_t>(s.copied);
       args.has_data_loss += s.loss ? 1 : 0;
       s.has_slice = false;
     }
     if (args.dest_buf) {
       s.has_slice = true;
-      s.slice_addr = args.dest_buf + x * slice;
+      s.slice_addr = args.dest_buf + moved * slice;
       s.data_cap = slice - sizeof(rvgl_drm_amdgpu_spm_buffer_header);
       s.copied = 0;
       s.loss = false;
@@ -215,6 +223,7 @@ int SpmUnit::set_dest(uint64_t file_id, rvgl_drm_amdgpu_spm_args &args) {
   if (args.dest_buf) {
     if (!running_) {
       // Starting the SPM resets its ring (amdgpu_amdkfd_rlc_spm_cntl in KFD's implementation).
+      // Nothing was retired, so every XCC moved.
       running_ = true;
       rate_hz_ = std::max<uint64_t>(1, knobs().spm_rate_hz.load());
       start_ns_ = now;
@@ -223,10 +232,10 @@ int SpmUnit::set_dest(uint64_t file_id, rvgl_drm_amdgpu_spm_args &args) {
       for (auto &s : streams_)
         s.ring.clear(), s.ring_lines = 0;
     } else {
-      for (uint32_t x = 0; x < streams_.size(); ++x)
+      for (uint32_t x = 0; x < moved; ++x)
         drain_ring_locked(streams_[x], x);
     }
-  } else {
+  } else if (ret == 0) {
     running_ = false;
     for (auto &s : streams_)
       s.ring.clear(), s.ring_lines = 0;

@@ -1,7 +1,6 @@
 #include "util/user_memory.h"
 
 #include <pthread.h>
-#include <sys/mman.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -9,7 +8,6 @@
 #include <cerrno>
 #include <cstring>
 #include <mutex>
-#include <vector>
 
 #include "util/self_pid.h"
 
@@ -146,23 +144,6 @@ int copy_user_to_user(uint64_t user_dst, uint64_t user_src, size_t len) {
   if (user_dst == 0 || user_src == 0) return -EFAULT;
   // process_vm_readv checks both sides: the local iovec is written with the caller's rights.
   return transfer(user_dst, user_src, len, false);
-}
-
-bool user_range_mapped(uint64_t addr, size_t len) {
-  if (len == 0) return true;
-  const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
-  const uint64_t start = addr & ~(page - 1);
-  if (addr + len < addr) return false;
-  const uint64_t end = (addr + len + page - 1) & ~(page - 1);
-  // mincore fails with ENOMEM on any unmapped page in the range; its vector is one byte per page.
-  const uint64_t pages = (end - start) / page;
-  std::vector<unsigned char> vec(static_cast<size_t>(std::min<uint64_t>(pages, 4096)));
-  for (uint64_t at = start; at < end;) {
-    const uint64_t chunk = std::min<uint64_t>(end - at, vec.size() * page);
-    if (mincore(reinterpret_cast<void *>(at), chunk, vec.data()) != 0) return false;
-    at += chunk;
-  }
-  return true;
 }
 
 }  // namespace rvgl::emu

@@ -27,7 +27,5 @@ int copy_from_user(void *dst, uint64_t user_src, size_t len);
 int copy_to_user(uint64_t user_dst, const void *src, size_t len);
 // Copies between two caller addresses (both may be bad).
 int copy_user_to_user(uint64_t user_dst, uint64_t user_src, size_t len);
-// Whether [addr, addr+len) is mapped (pages present or not), like the kernel's access checks.
-bool user_range_mapped(uint64_t addr, size_t len);
 
 }  // namespace rvgl::emu

@@ -4,7 +4,12 @@
 
 #include <catch2/catch.hpp>
 
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <chrono>
+#include <thread>
 
 #include "emu_test_support.h"
 #include "unmapped_memory.h"
@@ -46,10 +51,14 @@ DestResult set_dest(int fd, void *buf, uint32_t size, uint32_t timeout_ms) {
           static_cast<double>(now_ns() - t0) / 1e6};
 }
 
-rvgl_drm_amdgpu_spm_buffer_header header_at(const std::vector<uint8_t> &buf, size_t off) {
+rvgl_drm_amdgpu_spm_buffer_header header_at(const uint8_t *buf, size_t off) {
   rvgl_drm_amdgpu_spm_buffer_header h;
-  std::memcpy(&h, buf.data() + off, sizeof(h));
+  std::memcpy(&h, buf + off, sizeof(h));
   return h;
+}
+
+rvgl_drm_amdgpu_spm_buffer_header header_at(const std::vector<uint8_t> &buf, size_t off) {
+  return header_at(buf.data(), off);
 }
 
 // Lines per sample on a one-XCC node (Mesa ac_spm layout: 2 global lines + one per shader
@@ -222,7 +231,11 @@ TEST_CASE("SET_DEST_BUF drains the sample stream into per-XCC slices", "[profile
     a.data.spm.buf_size = kSize;
     a.data.spm.reserved[3] = 1;
     CHECK(profiler(f, a) == -EINVAL);
-    CHECK(set_dest(f, never_mapped(), kSize, 0).rc == -EFAULT);
+    // Where the new buffer lies is not checked (amdgpu_set_dest_buffer()): the copies into it
+    // fail later, and retiring it fails on its header, which keeps it in place.
+    CHECK(set_dest(f, never_mapped(), kSize, 0).rc == 0);
+    CHECK(set_dest(f, buf1.data(), kSize, 0).rc == -EFAULT);
+    CHECK(set_dest(f, nullptr, 0, 0).rc == -EFAULT);
     CHECK(spm_op(f, 77) == -EINVAL);
   }
   CHECK(spm_op(f, RVGL_AMDGPU_SPM_OP_RELEASE) == 0);
@@ -252,4 +265,50 @@ TEST_CASE("SET_DEST_BUF splits the buffer evenly across the XCP's XCCs", "[profi
   CHECK(r.bytes_copied >= kSlice - kHeader);  // at least one slice filled
   CHECK(set_dest(f, nullptr, 0, 0).rc == 0);
   CHECK(spm_op(f, RVGL_AMDGPU_SPM_OP_RELEASE) == 0);
+}
+
+TEST_CASE("SET_DEST_BUF stops at the XCC whose retired header it cannot write", "[profiler]") {
+  // amdgpu_set_dest_buffer() moves the stream XCC by XCC; spm_update_dest_info() writes the header
+  // of the slice it retires before it takes the new one, and a header it cannot write ends the
+  // loop with EFAULT: the XCCs before stream into the new buffer, the rest into the old.
+  Knob xccs("RVGL_EMU_XCCS", "3", xccs_default());
+  REQUIRE(xccs.rc() == 0);
+  Knob rate("RVGL_EMU_SPM_RATE_HZ", "20000", "1000");
+  Fd fd = open_render();
+  const int f = fd.get();
+  REQUIRE(spm_op(f, RVGL_AMDGPU_SPM_OP_ACQUIRE) == 0);
+  const auto page = static_cast<uint32_t>(sysconf(_SC_PAGESIZE));
+  const uint32_t slice = 2 * page, size = 3 * slice;
+  void *mem = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  REQUIRE(mem != MAP_FAILED);
+  auto *old_buf = static_cast<uint8_t *>(mem);
+  std::vector<uint8_t> new_buf(size), last(size);
+
+  REQUIRE(set_dest(f, old_buf, size, 0).rc == 0);
+  REQUIRE(mprotect(old_buf + slice, page, PROT_READ) == 0);   // XCC 1's header, and its samples
+  std::this_thread::sleep_for(std::chrono::milliseconds(5));  // samples XCC 1 cannot write
+  CHECK(set_dest(f, new_buf.data(), size, 0).rc == -EFAULT);
+  CHECK(header_at(old_buf, 0).version == (1u << 24));  // XCC 0 retired its slice
+  CHECK(header_at(old_buf, 2 * slice).version == 0);   // XCC 2 never reached
+  std::this_thread::sleep_for(std::chrono::milliseconds(5));
+
+  REQUIRE(mprotect(old_buf + slice, page, PROT_READ | PROT_WRITE) == 0);
+  const DestResult r = set_dest(f, last.data(), size, 0);
+  REQUIRE(r.rc == 0);
+  const auto x0 = header_at(new_buf, 0), x1 = header_at(old_buf, slice),
+             x2 = header_at(old_buf, 2 * slice);
+  CHECK(x0.version == (1u << 24));
+  CHECK(x0.bytes_copied > 0);  // XCC 0 streamed into the new buffer
+  CHECK(x0.has_data_loss == 0);
+  CHECK(x1.version == (1u << 24));
+  CHECK(x1.has_data_loss == 1);  // its samples while the page was read-only are lost
+  CHECK(x2.version == (1u << 24));
+  CHECK(x2.bytes_copied > 0);  // XCC 2 kept streaming into the old buffer
+  CHECK(r.bytes_copied == x0.bytes_copied + x1.bytes_copied + x2.bytes_copied);
+  CHECK(r.has_data_loss == 1);
+  // The new buffer's slices for XCCs 1 and 2 were never taken.
+  CHECK(std::all_of(new_buf.begin() + slice, new_buf.end(), [](uint8_t b) { return b == 0; }));
+  CHECK(set_dest(f, nullptr, 0, 0).rc == 0);
+  CHECK(spm_op(f, RVGL_AMDGPU_SPM_OP_RELEASE) == 0);
+  munmap(mem, size);
 }
