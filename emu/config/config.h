@@ -60,6 +60,9 @@ struct Config {
   // How long a full GPU reset takes: from the timeout handler marking the hung context guilty and
   // moving the reset counter to the hung job's fence signalling; no ring starts a job meanwhile.
   uint64_t full_reset_us = 0;
+  // vm_fault_stop=2: how long a halted job waits for the timeout handler (the kernel's
+  // lockup_timeout); 0 fails it at once.
+  uint64_t fault_halt_ms = 0;
   uint64_t reset_job = 0;  // the Nth job of every context is lost to an innocent GPU reset
   bool reset_vram_lost = false;
   uint64_t fault_va = 0, fault_len = 0;

@@ -24,6 +24,7 @@ struct RuntimeKnobs {
   std::atomic<uint64_t> recovery_count_delay_us{0};
   std::atomic<uint64_t> recovery_count_at_query{0};
   std::atomic<uint64_t> full_reset_us{0};
+  std::atomic<uint64_t> fault_halt_ms{0};
   std::atomic<uint64_t> reset_job{0};
   std::atomic<bool> reset_vram_lost{false};
   std::atomic<uint64_t> fault_va{0};
@@ -51,6 +52,7 @@ struct RuntimeKnobs {
     recovery_count_delay_us = c.recovery_count_delay_us;
     recovery_count_at_query = c.recovery_count_at_query;
     full_reset_us = c.full_reset_us;
+    fault_halt_ms = c.fault_halt_ms;
     reset_job = c.reset_job;
     reset_vram_lost = c.reset_vram_lost;
     fault_va = c.fault_va;

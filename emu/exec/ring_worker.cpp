@@ -371,6 +371,11 @@ void RingWorker::run(Job &job) {
       finish(job, 0);
       return;
     case ExecStatus::Fault:  // only with vm_fault_stop: the halted VM context hangs the job
+      // until the scheduler's timeout handler ends it (amdgpu_job_timedout(), lockup_timeout);
+      // the fault is in the cache all that time. RVGL_EMU_FAULT_HALT_MS (0: at once).
+      if (const uint64_t ms = k.fault_halt_ms.load())
+        stall_until(SteadyClock::now() + std::chrono::milliseconds(ms));
+      [[fallthrough]];
     case ExecStatus::Illegal:
     case ExecStatus::Timeout:
       // The job is lost and its context blamed (what the timeout handler does after a hang);
