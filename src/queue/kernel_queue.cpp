@@ -105,6 +105,13 @@ int KernelQueue::submit(std::span<const rvgl_ib> ibs, std::span<const TimelinePo
   if (user_fence_) chunks[n++] = chunk(AMDGPU_CHUNK_ID_FENCE, &fence, 1);
 
   uint64_t handle;
+  // Set before the kernel may run the job, cleared once last_seq_ counts it (or it was refused):
+  // the health owner reads both after a fault to tell whose it may be.
+  submitting_.store(true, std::memory_order_seq_cst);
+  struct Submitted {
+    std::atomic<bool> &flag;
+    ~Submitted() { flag.store(false, std::memory_order_release); }
+  } submitted{submitting_};
   if (int err = dev_->cs_submit(ctx_id_, bo_list, {chunks.data(), n}, &handle)) return err;
   {
     std::lock_guard lk(recent_mu_);

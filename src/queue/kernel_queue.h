@@ -45,6 +45,8 @@ class KernelQueue {
 
   const std::shared_ptr<SyncTimeline> &timeline() const { return timeline_; }
   uint64_t last_submitted() const { return last_seq_.load(std::memory_order_acquire); }
+  // A submit() under way: its job may run, fail and fault before last_submitted() counts it.
+  bool submitting() const { return submitting_.load(std::memory_order_seq_cst); }
   uint32_t ip() const { return ip_; }
   // The newest recorded submission whose job the GPU has finished, read from the queue's user
   // fence page (no ioctl; user_fence.h); 0 when none is known. Only a job that ran to its end
@@ -119,6 +121,7 @@ class KernelQueue {
   std::shared_ptr<SyncTimeline> timeline_;
   std::unique_ptr<UserFence> user_fence_;  // null when the kernel would not give one
   std::atomic<uint64_t> last_seq_{0};      // written by the VMM thread only
+  std::atomic<bool> submitting_{false};    // likewise
 
   mutable std::mutex recent_mu_;  // recent_: written on submit, read by the health owner
   // Signalled when submit() has recorded a job: a health owner that saw the job's point reached

@@ -241,8 +241,12 @@ void QueueHealth::post_fault(uint32_t queue, const rvgl_drm_amdgpu_info_gpuvm_fa
   post(RVGL_EVENT_VM_FAULT, queue, f.addr, f.status | (uint64_t{f.vmhub} << 32));
 }
 
+bool QueueHealth::peek_new_fault(rvgl_drm_amdgpu_info_gpuvm_fault *f) {
+  return dev_->query_gpuvm_fault(f) == 0 && f->status && !same_fault(*f, last_fault_);
+}
+
 bool QueueHealth::take_new_fault(rvgl_drm_amdgpu_info_gpuvm_fault *f) {
-  if (dev_->query_gpuvm_fault(f) != 0 || !f->status || same_fault(*f, last_fault_)) return false;
+  if (!peek_new_fault(f)) return false;
   last_fault_ = *f;
   return true;
 }
@@ -507,8 +511,34 @@ void QueueHealth::check(int64_t now) {
       std::any_of(seen.begin(), seen.end(), [](const Seen &s) { return s.unread; });
   const bool any_awaiting =
       std::any_of(seen.begin(), seen.end(), [](const Seen &s) { return s.awaits_signal; });
+  // Who could have made a fault in the cache, decided before it is taken: with vm_fault_stop=2
+  // a halted job fails only when the kernel's timeout handler ends it, the fault in the cache all
+  // that while, and a look at other queues meanwhile must not take it.
+  Seen *only_failed = nullptr, *only_live = nullptr;
+  size_t failed = 0, live = 0;
+  for (Seen &s : seen) {
+    if (s.before.lost) continue;
+    ++live, only_live = &s;
+    if (s.job_error && s.job_error != -ECANCELED) ++failed, only_failed = &s;
+  }
   rvgl_drm_amdgpu_info_gpuvm_fault fault{};
-  const bool new_fault = queues_looked_at && !any_unread && !any_awaiting && take_new_fault(&fault);
+  bool new_fault = queues_looked_at && !any_unread && !any_awaiting && peek_new_fault(&fault);
+  // Where a faulting job fails (vm_fault_stop=2), a look with no failed job did not make the
+  // fault: it is left in the cache for the look of the queue that may have, one with work in
+  // flight (a submission under way included: the job may run and fault before the CS returns),
+  // or completions marked since this look took its queues (its failure among them); that look
+  // comes anyway. Asked after the fault was read, so whatever made it was submitted by then, and
+  // only then: walks of the context's queues, and the module parameter's file.
+  if (new_fault && failed == 0 &&
+      (std::any_of(seen.begin(), seen.end(),
+                   [](const Seen &s) {
+                     return !s.before.lost &&
+                            (s.q->submitting() || s.q->last_submitted() > s.reached);
+                   }) ||
+       busy_outside(seen)) &&
+      read_vm_fault_mode() == VmFaultMode::kStop)
+    new_fault = false;
+  if (new_fault) last_fault_ = fault;  // taken
 
   // A fault is a queue's only when no other queue of the look can have made it: the fault cache
   // names no ring. Where the kernel stops a faulting job (vm_fault_stop=2) the job fails, so it
@@ -520,14 +550,6 @@ void QueueHealth::check(int64_t now) {
   Seen *fault_owner = nullptr;
   uint32_t fault_queue = RVGL_EVENT_QUEUE_NONE;  // a user queue's handle, when it is theirs
   if (new_fault) {
-    Seen *only_failed = nullptr, *only_live = nullptr;
-    size_t failed = 0, live = 0;
-    for (Seen &s : seen) {
-      if (s.before.lost) continue;
-      ++live, only_live = &s;
-      if (s.job_error && s.job_error != -ECANCELED) ++failed, only_failed = &s;
-    }
-    // Read only now: a fault is rare, and the file costs a few system calls.
     const bool stops = failed && read_vm_fault_mode() == VmFaultMode::kStop;
     if (stops && failed == 1)
       fault_owner = only_failed;
@@ -684,6 +706,22 @@ void QueueHealth::give_up(const std::vector<const Seen *> &queues, bool fault_un
     s->q->publish(st);
   }
   events_.notify();
+}
+
+bool QueueHealth::busy_outside(const std::vector<Seen> &seen) const {
+  std::lock_guard lk(mu_);
+  for (const auto &[h, t] : queues_) {
+    // seen was taken from queues_ in handle order.
+    const auto in =
+        std::lower_bound(seen.begin(), seen.end(), h,
+                         [](const Seen &s, uint32_t handle) { return s.handle < handle; });
+    if (in != seen.end() && in->handle == h) continue;
+    if (t.queue->status().lost) continue;
+    if (t.dirty) return true;
+    const uint64_t reached = std::max(t.reached, t.queue->timeline()->known_reached());
+    if (t.queue->submitting() || t.queue->last_submitted() > reached) return true;
+  }
+  return false;
 }
 
 bool QueueHealth::all_signalled(std::vector<Seen> &seen) {

@@ -257,6 +257,10 @@ class QueueHealth final : public CompletionEngine::Watch, public ResetListener {
   // Whether the kernel signalled every point `seen` is about to classify; asks the timeline of
   // each queue whose point is known only from its user fence. Engine thread.
   bool all_signalled(std::vector<Seen> &seen);
+  // Whether a live kernel queue this look does not cover has work not seen to end, or
+  // completions marked since the look took its queues (takes mu_): the fault cache may hold that
+  // work's fault.
+  bool busy_outside(const std::vector<Seen> &seen) const;
   // Marks what `seen` and `users` took again, for a check one interval later.
   void postpone(const std::vector<Seen> &seen,
                 const std::vector<std::pair<uint32_t, std::shared_ptr<UserQueue>>> &users,
@@ -267,6 +271,8 @@ class QueueHealth final : public CompletionEngine::Watch, public ResetListener {
   // The VM's fault cache into *f when it holds a fault no look has taken yet, which is taken now
   // (last_fault_). Engine thread (checks run there only).
   bool take_new_fault(rvgl_drm_amdgpu_info_gpuvm_fault *f);
+  // The same read, leaving the fault for a later look (last_fault_ unchanged).
+  bool peek_new_fault(rvgl_drm_amdgpu_info_gpuvm_fault *f);
   // Publishes the deadline (deadline_ns() is a load, not a lock) and tells the engine it moved:
   // called after every change of due_ns_ or next_user_poll_ns_.
   void publish_deadline_locked();

@@ -324,6 +324,58 @@ TEST_CASE(
   }
 }
 
+TEST_CASE("a fault whose halted job has not failed yet is not another queue's, 5 times each mode",
+          "[robust][events]") {
+  // vm_fault_stop=2: the kernel halts the faulting job and it fails only when the scheduler's
+  // timeout handler ends it (lockup_timeout), the fault in the VM's fault cache all that while.
+  // A look at another queue that completed work meanwhile (on another engine: the halted job
+  // holds its own ring) must leave the fault for the failing job's own look: taken there, it
+  // named the wrong queue (or none), and the failed job became a hang.
+  ScopedKnob stop("RVGL_EMU_VM_FAULT_STOP", "2");
+  ScopedKnob halt("RVGL_EMU_FAULT_HALT_MS", "300", "0");
+  REQUIRE(halt.ok());
+  for (const bool async : {true, false}) {
+    for (uint32_t run = 0; run < 5; ++run) {
+      INFO(mode_name(async) << ", run " << run);
+      Guest g(3300 + 100 * async + run, async);
+      const uint64_t hole = g.va + (1ull << 30);  // mapped nowhere
+      const uint64_t faults = emu_counters().vm_faults;
+      REQUIRE(g.write(hole, 1) == 0);
+      REQUIRE(until(g, [&] { return emu_counters().vm_faults == faults + 1; }));
+      // The faulting job is halted: an SDMA write completes and is looked at.
+      const uint64_t checks = g.h.ctx().health().checks();
+      std::vector<uint32_t> dw;
+      pk::sdma_write_linear(dw, g.va + 4, {7});
+      g.ib_off = (g.ib_off + 256) % (64 * kPage);
+      int32_t r;
+      g.h.submit(g.sdma, {ContextHarness::write_ib(g.ib, g.va + (1 << 24), dw, g.ib_off)}, {}, &r);
+      REQUIRE(r == 0);
+      REQUIRE(g.fenced(2));
+      REQUIRE(until(g, [&] { return g.h.ctx().health().checks() > checks; }));
+      CHECK(g.data.ptr<uint32_t>()[1] == 7);
+      CHECK(g.h.queue_state(g.compute).state == RVGL_QUEUE_STATE_OK);  // not failed yet
+      CHECK(g.header().event_wptr == 0);
+      // Then the timeout handler fails the halted job.
+      REQUIRE(until(g, [&] { return g.h.queue_state(g.compute).state == RVGL_QUEUE_STATE_LOST; }));
+      const auto ev = read_events(g.h);
+      INFO("events: " << describe(ev));
+      REQUIRE(ev.size() == 2);
+      CHECK(ev[0].type == RVGL_EVENT_VM_FAULT);
+      CHECK(ev[0].queue == g.compute);
+      CHECK((ev[0].payload[0] & ~0xfffull) == (hole & ~0xfffull));
+      CHECK(ev[1].type == RVGL_EVENT_QUEUE_RESET);
+      CHECK(ev[1].queue == g.compute);
+      CHECK(ev[1].payload[0] == RVGL_EVENT_RESET_GUILTY);
+      CHECK(g.h.queue_state(g.compute).flags ==
+            (RVGL_QUEUE_FLAG_GUILTY | RVGL_QUEUE_FLAG_VM_FAULT));
+      const auto st = g.h.queue_state(g.sdma);
+      CHECK(st.state == RVGL_QUEUE_STATE_OK);
+      CHECK(st.flags == 0);
+      CHECK(g.header().event_overflow == 0);
+    }
+  }
+}
+
 TEST_CASE("the event ring overflows without blocking and counts exactly what it dropped",
           "[robust][events]") {
   ScopedKnob stop("RVGL_EMU_VM_FAULT_STOP", "2");
