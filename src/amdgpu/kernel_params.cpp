@@ -1,6 +1,7 @@
 #include "amdgpu/kernel_params.h"
 
-#include <cstdio>
+#include <fcntl.h>
+#include <unistd.h>
 
 namespace rvgl {
 
@@ -14,12 +15,15 @@ VmFaultMode parse_vm_fault_mode(std::string_view text) {
 }
 
 VmFaultMode read_vm_fault_mode() {
-  FILE *f = std::fopen("/sys/module/amdgpu/parameters/vm_fault_stop", "re");
-  if (!f) return VmFaultMode::kUnknown;
+  // open/read rather than stdio: no allocation, so a look on the engine's thread that runs out of
+  // memory elsewhere still reads it.
+  const int fd = ::open("/sys/module/amdgpu/parameters/vm_fault_stop", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return VmFaultMode::kUnknown;
   char buf[16];
-  const size_t n = std::fread(buf, 1, sizeof(buf), f);
-  std::fclose(f);
-  return parse_vm_fault_mode({buf, n});
+  const ssize_t n = ::read(fd, buf, sizeof(buf));
+  ::close(fd);
+  if (n <= 0) return VmFaultMode::kUnknown;
+  return parse_vm_fault_mode({buf, static_cast<size_t>(n)});
 }
 
 }  // namespace rvgl

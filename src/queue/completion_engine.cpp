@@ -429,21 +429,17 @@ uint64_t CompletionEngine::ended_early_locked(Entry &e, uint64_t p) {
 }
 
 void CompletionEngine::call_watches(const std::vector<Call> &calls) {
-  std::vector<Report> refused;  // rare: allocates only then
   for (const Call &c : calls) {
-    if (!c.report.early)
+    if (!c.report.early) {
       c.watch->reached(c.report.point);
-    else if (!c.watch->reached_early(c.report.point))
-      refused.push_back(c.report);
-  }
-  if (refused.empty()) return;
-  std::lock_guard lk(mu_);
-  for (const Report &rp : refused) {
-    // Its arm point stays at or below this one until the kernel reports it: the next pass
-    // registers (the watch is on to_arm_ again) or waits for it.
-    auto it = entries_.find(rp.id);
-    if (it != entries_.end() && rp.point > it->second.kernel_through)
-      it->second.kernel_through = rp.point;
+    } else if (!c.watch->reached_early(c.report.point)) {
+      // Rare. Its arm point stays at or below this one until the kernel reports it: the next
+      // pass registers (the watch is on to_arm_ again) or waits for it.
+      std::lock_guard lk(mu_);
+      auto it = entries_.find(c.report.id);
+      if (it != entries_.end() && c.report.point > it->second.kernel_through)
+        it->second.kernel_through = c.report.point;
+    }
   }
 }
 
@@ -456,6 +452,10 @@ bool CompletionEngine::arm_own_locked(Entry &e, uint64_t p) {
 
 bool CompletionEngine::arm_idle_locked() {
   if (orphans_) adopt_orphans_locked();
+  // Room for every report the loop may file, made before it registers anything: out of memory
+  // half way, the compaction below would leave registered watches on to_arm_, to be registered
+  // a second time (and a second edge taken for a later point).
+  grow_for(reported_, to_arm_.size());
   size_t keep = 0;
   polling_ = false;
   for (const uint64_t id : to_arm_) {
@@ -537,6 +537,21 @@ void CompletionEngine::delegated_lost(uint64_t id) {
   rearm();  // refused too: the engine thread asks again
 }
 
+void CompletionEngine::file_locked(uint64_t id, Entry &e, const Report &rp) noexcept {
+  try {
+    grow_for(fired_, 1);
+    grow_for(to_arm_, 1);
+  } catch (const std::bad_alloc &) {
+    // The edge that brought it is gone, so the point must not be: the entry keeps it, and a
+    // later pass files it (adopt_orphans_locked). A point seen only in memory is not the
+    // kernel's word: that watch is just armed again.
+    orphan_locked(e, rp.early ? 0 : rp.point);
+    return;
+  }
+  fired_.push_back({e.watch, rp});
+  to_arm_.push_back(id);
+}
+
 void CompletionEngine::take_fired_locked(const epoll_event *events, int n) {
   for (int i = 0; i < n; ++i) {
     // epoll_event is packed on x86-64: copy the id out rather than bind a reference to it.
@@ -547,14 +562,12 @@ void CompletionEngine::take_fired_locked(const epoll_event *events, int n) {
     const uint64_t point = it->second.armed;
     if (!point) continue;  // an edge from a registration already seen
     it->second.armed = 0;
-    to_arm_.push_back(id);
-    fired_.push_back({it->second.watch, {id, point}});
+    file_locked(id, it->second, {id, point, false});
   }
   for (const Report &rp : reported_) {
     auto it = entries_.find(rp.id);
     if (it == entries_.end()) continue;  // removed meanwhile (ids are never reused)
-    fired_.push_back({it->second.watch, rp});
-    to_arm_.push_back(rp.id);
+    file_locked(rp.id, it->second, rp);
   }
   reported_.clear();
 }

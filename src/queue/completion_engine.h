@@ -26,6 +26,7 @@
 
 #include <sys/epoll.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <map>
@@ -166,8 +167,9 @@ class CompletionEngine {
   // eventfd mode: registers each watch on to_arm_ (mu_ held). True when a point is on reported_
   // (ended already, or delegated back): the thread must not sleep before it takes them.
   bool arm_idle_locked();
-  // The VMM's thread, out of memory in delegated_fired() or delegated_lost(): the entry is
-  // marked, allocating nothing, for the engine's thread to take over (mu_ held).
+  // Out of memory where a point or a watch to arm must not be dropped (the VMM's thread in
+  // delegated_fired() or delegated_lost(), the engine's in file_locked()): the entry is marked,
+  // allocating nothing, and arm_idle_locked() files it on a later pass (mu_ held).
   void orphan_locked(Entry &e, uint64_t unhandled_point);
   void adopt_orphans_locked();
   // The point of `e` that ended already, for arm point `p`, if the watch may be asked (mu_ held).
@@ -191,7 +193,19 @@ class CompletionEngine {
   bool kernel_signalled(uint32_t handle, uint64_t p);
   // eventfd mode: moves the points of the fired watches among `events` and the delegated points
   // reported to this thread into fired_ (mu_ held; the watches are called after, under calls_mu_).
+  // Never throws: a point the kernel reported was taken from it (an edge-triggered eventfd), so
+  // running out of memory here must not lose it.
   void take_fired_locked(const epoll_event *events, int n);
+  // Files one point into fired_ and its watch on to_arm_; out of memory, orphans the entry with
+  // the point instead (mu_ held).
+  void file_locked(uint64_t id, Entry &e, const Report &rp) noexcept;
+  // Room for n more elements of v, grown geometrically (reserve() alone would allocate exactly
+  // what is asked, each time); throws std::bad_alloc, leaving v as it was.
+  template <class V>
+  static void grow_for(V &v, size_t n) {
+    if (v.capacity() - v.size() >= n) return;
+    v.reserve(std::max(v.size() + n, 2 * v.capacity()));
+  }
   // The filing key of a timer with no deadline: after every real one, so each timer has one
   // node in by_deadline_ from add to remove and a refile allocates nothing.
   static constexpr int64_t kNoDeadline = INT64_MAX;

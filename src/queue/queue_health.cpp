@@ -411,8 +411,14 @@ void QueueHealth::check(int64_t now) {
   bool queues_looked_at = false;  // something was marked: a check of queues, not the probe alone
   std::vector<Seen> seen;
   std::vector<std::pair<uint32_t, std::shared_ptr<UserQueue>>> users;
+  std::vector<const Seen *> given_up;
   {
     std::lock_guard lk(mu_);
+    // All the check allocates, before it takes a mark: out of memory, it throws having changed
+    // nothing, and the marks and deadline wait for the next try (the engine's next pass).
+    seen.reserve(queues_.size());
+    given_up.reserve(queues_.size());
+    users.reserve(users_.size());
     for (auto &[h, t] : queues_) {
       if (!t.dirty) continue;
       t.dirty = false;
@@ -528,7 +534,8 @@ void QueueHealth::check(int64_t now) {
   // flight (a submission under way included: the job may run and fault before the CS returns),
   // or completions marked since this look took its queues (its failure among them); that look
   // comes anyway. Asked after the fault was read, so whatever made it was submitted by then, and
-  // only then: walks of the context's queues, and the module parameter's file.
+  // only then: walks of the context's queues, and the module parameter's file (no allocation:
+  // kernel_params.cpp).
   if (new_fault && failed == 0 &&
       (std::any_of(seen.begin(), seen.end(),
                    [](const Seen &s) {
@@ -565,7 +572,6 @@ void QueueHealth::check(int64_t now) {
 
   bool hang = false;  // classified now: its recovery may count the reset only later
   bool look_again = false;
-  std::vector<const Seen *> given_up;
   for (Seen &s : seen) {
     if (s.before.lost) continue;
     // One observation or none: with any queue unread (its failure, or a fault that is its, may

@@ -29,4 +29,22 @@ class Armed {
   Armed &operator=(const Armed &) = delete;
 };
 
+// The product's own threads (no test code runs on them but its callbacks): the allocations of
+// every thread named `thread_name` (pthread_setname_np; the completion engine's is
+// "rvgl-completion"), outside the emulated kernel's own and the test's callbacks (TestCallback),
+// are counted, and the nth fails, or that one and every later one, until stopped.
+void refuse_on_thread(const char *thread_name, uint64_t nth, bool from_then_on);
+Tally stop_refusing_on_thread();
+
+class RefusedOnThread {
+ public:
+  RefusedOnThread(const char *thread_name, uint64_t nth, bool from_then_on) {
+    refuse_on_thread(thread_name, nth, from_then_on);
+  }
+  ~RefusedOnThread() { stop_refusing_on_thread(); }
+  Tally stop() { return stop_refusing_on_thread(); }
+  RefusedOnThread(const RefusedOnThread &) = delete;
+  RefusedOnThread &operator=(const RefusedOnThread &) = delete;
+};
+
 }  // namespace rvgl::test::alloc

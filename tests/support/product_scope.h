@@ -9,6 +9,9 @@
 namespace rvgl::test {
 
 inline thread_local int product_call_depth = 0;
+// Inside a TestCallback on this thread: on the product's own threads (the completion engine's),
+// which make no ProductCall, the one mark of the test's code.
+inline thread_local int test_callback_depth = 0;
 // The last product call an exception left (for the sweep's message), or null.
 inline thread_local const char *product_call_escaped = nullptr;
 
@@ -33,8 +36,14 @@ class ProductCall {
 // the test's code again, whose allocations are not failed.
 class TestCallback {
  public:
-  TestCallback() : saved_(product_call_depth) { product_call_depth = 0; }
-  ~TestCallback() { product_call_depth = saved_; }
+  TestCallback() : saved_(product_call_depth) {
+    product_call_depth = 0;
+    ++test_callback_depth;
+  }
+  ~TestCallback() {
+    product_call_depth = saved_;
+    --test_callback_depth;
+  }
   TestCallback(const TestCallback &) = delete;
   TestCallback &operator=(const TestCallback &) = delete;
 
