@@ -241,13 +241,25 @@ TEST_CASE("SET_DEST_BUF drains the sample stream into per-XCC slices", "[profile
   CHECK(spm_op(f, RVGL_AMDGPU_SPM_OP_RELEASE) == 0);
 }
 
+namespace {
+
+// The SPM of a node with three XCCs, acquired, streaming 20000 samples a second.
+struct ThreeXccSpm {
+  Knob xccs{"RVGL_EMU_XCCS", "3", xccs_default()};
+  Knob rate{"RVGL_EMU_SPM_RATE_HZ", "20000", "1000"};
+  Fd fd;
+  ThreeXccSpm() {
+    REQUIRE(xccs.rc() == 0);
+    fd = open_render();
+    REQUIRE(spm_op(fd.get(), RVGL_AMDGPU_SPM_OP_ACQUIRE) == 0);
+  }
+};
+
+}  // namespace
+
 TEST_CASE("SET_DEST_BUF splits the buffer evenly across the XCP's XCCs", "[profiler]") {
-  Knob xccs("RVGL_EMU_XCCS", "3", xccs_default());
-  REQUIRE(xccs.rc() == 0);
-  Knob rate("RVGL_EMU_SPM_RATE_HZ", "20000", "1000");
-  Fd fd = open_render();
-  const int f = fd.get();
-  REQUIRE(spm_op(f, RVGL_AMDGPU_SPM_OP_ACQUIRE) == 0);
+  ThreeXccSpm spm;
+  const int f = spm.fd.get();
   constexpr uint32_t kSize = 3 * 8192 + 100;
   constexpr uint32_t kSlice = (kSize / 3) & ~31u;  // an even third, rounded down to 32 bytes
   std::vector<uint8_t> a(kSize), b(kSize);
@@ -271,12 +283,8 @@ TEST_CASE("SET_DEST_BUF stops at the XCC whose retired header it cannot write", 
   // amdgpu_set_dest_buffer() moves the stream XCC by XCC; spm_update_dest_info() writes the header
   // of the slice it retires before it takes the new one, and a header it cannot write ends the
   // loop with EFAULT: the XCCs before stream into the new buffer, the rest into the old.
-  Knob xccs("RVGL_EMU_XCCS", "3", xccs_default());
-  REQUIRE(xccs.rc() == 0);
-  Knob rate("RVGL_EMU_SPM_RATE_HZ", "20000", "1000");
-  Fd fd = open_render();
-  const int f = fd.get();
-  REQUIRE(spm_op(f, RVGL_AMDGPU_SPM_OP_ACQUIRE) == 0);
+  ThreeXccSpm spm;
+  const int f = spm.fd.get();
   const auto page = static_cast<uint32_t>(sysconf(_SC_PAGESIZE));
   const uint32_t slice = 2 * page, size = 3 * slice;
   void *mem = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
