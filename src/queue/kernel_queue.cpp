@@ -106,8 +106,10 @@ int KernelQueue::submit(std::span<const rvgl_ib> ibs, std::span<const TimelinePo
 
   uint64_t handle;
   // Set before the kernel may run the job, cleared once last_seq_ counts it (or it was refused):
-  // the health owner reads both after a fault to tell whose it may be.
-  submitting_.store(true, std::memory_order_seq_cst);
+  // the health owner reads both after a fault to tell whose it may be. A plain store: the job
+  // reaches the GPU, and its fault the fault cache, through the kernel's locks (or the ioctl's
+  // own barrier), which order this store before them.
+  submitting_.store(true, std::memory_order_release);
   struct Submitted {
     std::atomic<bool> &flag;
     ~Submitted() { flag.store(false, std::memory_order_release); }

@@ -46,7 +46,7 @@ class KernelQueue {
   const std::shared_ptr<SyncTimeline> &timeline() const { return timeline_; }
   uint64_t last_submitted() const { return last_seq_.load(std::memory_order_acquire); }
   // A submit() under way: its job may run, fail and fault before last_submitted() counts it.
-  bool submitting() const { return submitting_.load(std::memory_order_seq_cst); }
+  bool submitting() const { return submitting_.load(std::memory_order_acquire); }
   uint32_t ip() const { return ip_; }
   // The newest recorded submission whose job the GPU has finished, read from the queue's user
   // fence page (no ioctl; user_fence.h); 0 when none is known. Only a job that ran to its end
