@@ -47,6 +47,8 @@ class KernelQueue {
   uint64_t last_submitted() const { return last_seq_.load(std::memory_order_acquire); }
   // A submit() under way: its job may run, fail and fault before last_submitted() counts it.
   bool submitting() const { return submitting_.load(std::memory_order_acquire); }
+  // Whether work submitted (or being submitted) may not have ended by `reached`.
+  bool work_past(uint64_t reached) const { return submitting() || last_submitted() > reached; }
   uint32_t ip() const { return ip_; }
   // The newest recorded submission whose job the GPU has finished, read from the queue's user
   // fence page (no ioctl; user_fence.h); 0 when none is known. Only a job that ran to its end

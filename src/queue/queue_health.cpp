@@ -538,10 +538,7 @@ void QueueHealth::check(int64_t now) {
   // kernel_params.cpp).
   if (new_fault && failed == 0 &&
       (std::any_of(seen.begin(), seen.end(),
-                   [](const Seen &s) {
-                     return !s.before.lost &&
-                            (s.q->submitting() || s.q->last_submitted() > s.reached);
-                   }) ||
+                   [](const Seen &s) { return !s.before.lost && s.q->work_past(s.reached); }) ||
        busy_outside(seen)) &&
       read_vm_fault_mode() == VmFaultMode::kStop)
     new_fault = false;
@@ -724,8 +721,7 @@ bool QueueHealth::busy_outside(const std::vector<Seen> &seen) const {
     if (in != seen.end() && in->handle == h) continue;
     if (t.queue->status().lost) continue;
     if (t.dirty) return true;
-    const uint64_t reached = std::max(t.reached, t.queue->timeline()->known_reached());
-    if (t.queue->submitting() || t.queue->last_submitted() > reached) return true;
+    if (t.queue->work_past(std::max(t.reached, t.queue->timeline()->known_reached()))) return true;
   }
   return false;
 }

@@ -39,6 +39,12 @@ void trace_refusal(uint64_t n) noexcept {
   backtrace_symbols_fd(frames, n_frames, 2);
 }
 
+// Whether the nth counted allocation is refused, of those armed to refuse the nth (0: none, only
+// counting) or, from_then_on, the nth and every later one.
+bool refused_at(uint64_t n, uint64_t nth, bool from_then_on) {
+  return nth && n >= nth && (n == nth || from_then_on);
+}
+
 // refuse_on_thread()'s settings, read by every thread's allocations: all atomics (the name as two
 // words), so arming again while a thread reads them is no data race.
 struct ThreadRefusal {
@@ -59,8 +65,9 @@ bool refuse_on_named_thread() noexcept {
       name[1] != r.name[1].load(std::memory_order_relaxed))
     return false;
   const uint64_t n = r.counted.fetch_add(1, std::memory_order_relaxed) + 1;
-  const uint64_t nth = r.nth.load(std::memory_order_relaxed);
-  if (n < nth || (n > nth && !r.from_then_on.load(std::memory_order_relaxed))) return false;
+  if (!refused_at(n, r.nth.load(std::memory_order_relaxed),
+                  r.from_then_on.load(std::memory_order_relaxed)))
+    return false;
   r.failed.fetch_add(1, std::memory_order_relaxed);
   trace_refusal(n);
   return true;
@@ -71,7 +78,7 @@ bool refuse() noexcept {
   Arming &a = t_arming;
   if (!a.armed || product_call_depth == 0 || rvgl_emu_thread_in_kernel()) return false;
   const uint64_t n = ++a.tally.counted;
-  if (!a.nth || n < a.nth || (n > a.nth && !a.from_then_on)) return false;
+  if (!refused_at(n, a.nth, a.from_then_on)) return false;
   ++a.tally.failed;
   trace_refusal(n);
   return true;

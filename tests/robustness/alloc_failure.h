@@ -32,7 +32,8 @@ class Armed {
 // The product's own threads (no test code runs on them but its callbacks): the allocations of
 // every thread named `thread_name` (pthread_setname_np; the completion engine's is
 // "rvgl-completion"), outside the emulated kernel's own and the test's callbacks (TestCallback),
-// are counted, and the nth fails, or that one and every later one, until stopped.
+// are counted, and the nth fails, or that one and every later one, until stopped (nth = 0
+// counts only).
 void refuse_on_thread(const char *thread_name, uint64_t nth, bool from_then_on);
 Tally stop_refusing_on_thread();
 

@@ -51,13 +51,13 @@ struct EngineGuest {
     pollfd p{h.ctx().poll_fd(), POLLIN, 0};
     if (::poll(&p, 1, 0) > 0) h.ctx().poll();
   }
-  // A PM4 write of `value` into dword `slot` of the data buffer, on queue `q`.
-  void write(size_t q, uint32_t slot, uint32_t value) {
+  // A PM4 write of `value` at GPU VA `dst`, on the queue with handle `queue`.
+  void write(uint32_t queue, uint64_t dst, uint32_t value) {
     std::vector<uint32_t> dw;
-    pk::pm4_write_data(dw, va + slot * 4, {value});
+    pk::pm4_write_data(dw, dst, {value});
     ib_off = (ib_off + 256) % (64 * kPage);
     int32_t r;
-    h.submit(queues[q], {ContextHarness::write_ib(ib, va + (1 << 24), dw, ib_off)}, {}, &r);
+    h.submit(queue, {ContextHarness::write_ib(ib, va + (1 << 24), dw, ib_off)}, {}, &r);
     REQUIRE(r == 0);
   }
 };
@@ -74,7 +74,7 @@ uint64_t run(bool async, uint64_t nth, bool from_then_on) {
   alloc::RefusedOnThread refusing("rvgl-completion", nth, from_then_on);
   for (uint32_t i = 0; i < kJobs; ++i) {
     const size_t q = i % 3;
-    g.write(q, i, 0x1000 + i);
+    g.write(g.queues[q], g.va + i * 4, 0x1000 + i);
     REQUIRE(g.h.fence(kRings[q], i + 1) == 0);
   }
   alloc::Tally tally;
@@ -91,11 +91,7 @@ uint64_t run(bool async, uint64_t nth, bool from_then_on) {
   int32_t r;
   const uint32_t bad = g.h.queue_create(RVGL_IP_COMPUTE, kBadRing, &r);
   REQUIRE(r == 0);
-  std::vector<uint32_t> dw;
-  pk::pm4_write_data(dw, g.va + (64u << 20), {1});  // nothing is mapped there
-  g.ib_off = (g.ib_off + 256) % (64 * kPage);
-  g.h.submit(bad, {ContextHarness::write_ib(g.ib, g.va + (1 << 24), dw, g.ib_off)}, {}, &r);
-  REQUIRE(r == 0);
+  g.write(bad, g.va + (64u << 20), 1);  // nothing is mapped there
   REQUIRE(g.h.fence(kBadRing, 1) == 0);
   REQUIRE(g.h.wait_fence(kBadRing, 1, 10000));
   REQUIRE(wait_for([&] {

@@ -82,6 +82,15 @@ struct SessionOnDevice {
   }
 };
 
+// A SET_DEST of `dst`, waited for.
+void set_dest_and_wait(SpmSession &s, SpmSession::Destination dst, uint32_t seqno) {
+  const uint64_t before = s.completed();
+  REQUIRE(s.set_dest(std::move(dst), 0, seqno, RVGL_RSP_NONE) == 0);
+  for (int i = 0; i < 5000 && s.completed() == before; ++i)
+    std::this_thread::sleep_for(1ms);
+  REQUIRE(s.completed() == before + 1);
+}
+
 // A SET_DEST of a fresh 64 KiB host buffer, with RVGL_EMU_FAIL set to `fail_rule` meanwhile,
 // waited for; what becomes of the buffer is seen through the returned handle.
 std::weak_ptr<Mapping> set_bounce_dest(SpmSession &s, uint32_t seqno, const char *fail_rule) {
@@ -93,11 +102,7 @@ std::weak_ptr<Mapping> set_bounce_dest(SpmSession &s, uint32_t seqno, const char
   dst.host = dst.bounce->as<uint8_t>();
   dst.size = kSize;
   test::ScopedKnob fail("RVGL_EMU_FAIL", fail_rule, "");
-  const uint64_t before = s.completed();
-  REQUIRE(s.set_dest(std::move(dst), 0, seqno, RVGL_RSP_NONE) == 0);
-  for (int i = 0; i < 5000 && s.completed() == before; ++i)
-    std::this_thread::sleep_for(1ms);
-  REQUIRE(s.completed() == before + 1);
+  set_dest_and_wait(s, std::move(dst), seqno);
   return buffer;
 }
 
@@ -172,9 +177,7 @@ TEST_CASE("places kept for SPM destinations go back when nothing needed them", "
     set_bounce_dest(*h.s, i, i % 3 == 0 ? "PROFILER:1:EINVAL" : "");
     CHECK(h.dev->kept_places_reserved() == 2);
   }
-  REQUIRE(h.s->set_dest({}, 0, 201, RVGL_RSP_NONE) == 0);  // stop streaming: nothing to keep
-  for (int i = 0; i < 5000 && h.s->completed() != 201; ++i)
-    std::this_thread::sleep_for(1ms);
+  set_dest_and_wait(*h.s, {}, 201);  // stop streaming: nothing to keep
   REQUIRE(h.s->completed() == 201);
   CHECK(h.dev->kept_places_reserved() == 0);
   set_bounce_dest(*h.s, 202, "");
