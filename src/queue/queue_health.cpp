@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <new>
 #include <utility>
 #include <vector>
 
@@ -415,10 +416,18 @@ void QueueHealth::check(int64_t now) {
   {
     std::lock_guard lk(mu_);
     // All the check allocates, before it takes a mark: out of memory, it throws having changed
-    // nothing, and the marks and deadline wait for the next try (the engine's next pass).
-    seen.reserve(queues_.size());
-    given_up.reserve(queues_.size());
-    users.reserve(users_.size());
+    // nothing but the deadline, filed for now so the engine's next pass tries again. A check
+    // that follows its completion's delivery (the job ran to its end) is not called again for
+    // that completion, and its marks must not wait for the next one, which may never come.
+    try {
+      seen.reserve(queues_.size());
+      given_up.reserve(queues_.size());
+      users.reserve(users_.size());
+    } catch (const std::bad_alloc &) {
+      due_ns_ = now;
+      publish_deadline_locked();
+      throw;
+    }
     for (auto &[h, t] : queues_) {
       if (!t.dirty) continue;
       t.dirty = false;
