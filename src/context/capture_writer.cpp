@@ -1,7 +1,9 @@
 #include "context/capture_writer.h"
 
+#include <fcntl.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstring>
 
 #include "context/capture_format.h"
@@ -36,10 +38,28 @@ std::unique_ptr<CaptureWriter> CaptureWriter::open(const std::string &dir, uint3
   if (!budget || !budget->take(sizeof(capture::FileHeader))) return nullptr;
   std::unique_ptr<CaptureWriter> w(new CaptureWriter());
   w->budget_ = std::move(budget);
-  w->path_ =
-      dir + "/rvgl-capture-" + std::to_string(getpid()) + "-ctx" + std::to_string(ctx_id) + ".bin";
-  w->f_ = std::fopen(w->path_.c_str(), "wbe");
-  if (!w->f_) return nullptr;
+  // Guests' kernels hand out context ids lowest-free, so a VMM reuses an id as soon as a guest
+  // process ends: a later context gets a file of its own rather than truncate the earlier one's
+  // (nor one a crashed process of the same pid left). Its name adds a number no file of this
+  // process has had, so finding a free name costs one try, not one per earlier use of the id.
+  const std::string base =
+      dir + "/rvgl-capture-" + std::to_string(getpid()) + "-ctx" + std::to_string(ctx_id);
+  std::string path = base + ".bin";
+  int fd = -1;
+  for (int tries = 0; tries < kNameTries; ++tries) {
+    // Guest data: only the VMM's user reads it.
+    fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd >= 0 || errno != EEXIST) break;
+    path = base + "-" + std::to_string(w->budget_->next_serial()) + ".bin";
+  }
+  if (fd < 0) return nullptr;
+  w->f_ = ::fdopen(fd, "wb");
+  if (!w->f_) {
+    ::close(fd);
+    ::unlink(path.c_str());
+    return nullptr;
+  }
+  w->path_ = std::move(path);
   capture::FileHeader h{};
   std::memcpy(h.magic, capture::kFileMagic, sizeof(h.magic));
   h.version = capture::kVersion;

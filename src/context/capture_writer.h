@@ -23,16 +23,21 @@ class CaptureBudget {
   // Takes n bytes if they fit.
   bool take(uint64_t n);
   uint64_t used() const { return used_.load(std::memory_order_relaxed); }
+  // A number for a capture file's name that no earlier call in this process returned.
+  uint64_t next_serial() { return serial_.fetch_add(1, std::memory_order_relaxed) + 2; }
 
  private:
   const uint64_t limit_;
   std::atomic<uint64_t> used_{0};
+  std::atomic<uint64_t> serial_{0};
 };
 
 class CaptureWriter {
  public:
   // nullptr when the file cannot be created, or the budget has no room for its header (capture
   // is then off for this context).
+  // DIR/rvgl-capture-<pid>-ctx<ctx_id>.bin, or, when that exists (the id was used before),
+  // DIR/rvgl-capture-<pid>-ctx<ctx_id>-<n>.bin; never an existing file.
   static std::unique_ptr<CaptureWriter> open(const std::string &dir, uint32_t ctx_id,
                                              uint32_t capset_id,
                                              std::shared_ptr<CaptureBudget> budget);
@@ -51,6 +56,9 @@ class CaptureWriter {
               std::span<const uint8_t> payload);
   void write_record(uint32_t type, uint32_t cmd, uint32_t seqno, int32_t result,
                     std::span<const uint8_t> payload);
+  // Names tried before the context goes without a file: only files left by another process of
+  // the same pid (or made meanwhile by someone else) can be in the way of a fresh number.
+  static constexpr int kNameTries = 8;
   FILE *f_ = nullptr;
   std::string path_;
   std::shared_ptr<CaptureBudget> budget_;

@@ -1,6 +1,7 @@
 // Capture mode: what the context received and answered is on disk, in order.
 #include <catch2/catch.hpp>
 
+#include <dirent.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -28,7 +29,12 @@ class CaptureDir {
     REQUIRE(mkdir(dir_.c_str(), 0700) == 0);
   }
   ~CaptureDir() {
-    if (!file.empty()) unlink(file.c_str());
+    if (DIR *d = opendir(dir_.c_str())) {
+      while (const dirent *e = readdir(d))
+        if (std::strcmp(e->d_name, ".") && std::strcmp(e->d_name, ".."))
+          unlink((dir_ + "/" + e->d_name).c_str());
+      closedir(d);
+    }
     rmdir(dir_.c_str());
   }
   const std::string &path() const { return dir_; }
@@ -38,7 +44,67 @@ class CaptureDir {
   std::string dir_;
 };
 
+// The types of the records of capture file `path`, after its header (whose ctx_id goes to *ctx).
+std::vector<uint32_t> record_types(const std::string &path, uint32_t *ctx) {
+  std::vector<uint32_t> types;
+  FILE *f = std::fopen(path.c_str(), "rb");
+  if (!f) return types;
+  capture::FileHeader fh{};
+  if (std::fread(&fh, sizeof(fh), 1, f) == 1) {
+    *ctx = fh.ctx_id;
+    capture::RecordHeader rh;
+    while (std::fread(&rh, sizeof(rh), 1, f) == 1) {
+      types.push_back(rh.type);
+      std::fseek(f, (rh.length + 7) / 8 * 8, SEEK_CUR);
+    }
+  }
+  std::fclose(f);
+  return types;
+}
+
 }  // namespace
+
+TEST_CASE("a context id used again writes a capture file of its own", "[context][capture]") {
+  // Guest kernels hand out context ids lowest-free: a VMM reuses one as soon as a guest process
+  // ends, and that context's capture must not truncate the one before (nor a file already there).
+  CaptureDir dir("rvgl-capture-reuse");
+  Config c = test_config();
+  c.capture_dir = dir.path();
+  c.capture_budget = std::make_shared<CaptureBudget>(1 << 20);
+  const std::string stale =
+      dir.path() + "/rvgl-capture-" + std::to_string(getpid()) + "-ctx7-2.bin";
+  {
+    FILE *f = std::fopen(stale.c_str(), "wb");
+    REQUIRE(f);
+    REQUIRE(std::fputs("left by someone else", f) >= 0);
+    std::fclose(f);
+  }
+  std::vector<std::string> paths;
+  for (int nops = 1; nops <= 3; ++nops) {
+    ContextHarness h(c, false, 7);
+    h.create_shmem();
+    paths.push_back(h.ctx().capture_path());
+    rvgl_req_nop nop{};
+    for (int i = 0; i < nops; ++i)
+      REQUIRE(h.call<rvgl_rsp_nop>(RVGL_CMD_NOP, nop).hdr.result == 0);
+  }
+  const std::string base = dir.path() + "/rvgl-capture-" + std::to_string(getpid()) + "-ctx7";
+  // The first has the plain name; -2 was taken, so the next free numbers are 3 and 4.
+  CHECK(paths == std::vector<std::string>{base + ".bin", base + "-3.bin", base + "-4.bin"});
+  for (size_t i = 0; i < paths.size(); ++i) {
+    INFO(paths[i]);
+    uint32_t ctx = 0;
+    const auto types = record_types(paths[i], &ctx);
+    CHECK(ctx == 7);
+    CHECK(types.size() == 3 * (i + 1));  // each NOP submit: SUBM, RESP, DONE
+    struct stat st {};
+    REQUIRE(stat(paths[i].c_str(), &st) == 0);
+    CHECK((st.st_mode & 0777) == 0600);  // guest data
+  }
+  struct stat st {};
+  REQUIRE(stat(stale.c_str(), &st) == 0);
+  CHECK(st.st_size == off_t(std::strlen("left by someone else")));
+}
 
 TEST_CASE("capture mode records submits, responses and results", "[context][capture]") {
   CaptureDir dir("rvgl-capture-test");

@@ -18,7 +18,7 @@ int main(int argc, char **argv) {
   std::string path;
   bool json = false;
   bool summary = true;
-  app.add_option("file", path, "capture file (rvgl-capture-<pid>-ctx<id>.bin)")->required();
+  app.add_option("file", path, "capture file (rvgl-capture-<pid>-ctx<id>[-<n>].bin)")->required();
   app.add_flag("--json", json, "one JSON object per line instead of text");
   app.add_flag("!--no-summary", summary, "leave out the closing count of records and problems");
   CLI11_PARSE(app, argc, argv);
