@@ -117,8 +117,7 @@ int KernelQueue::submit(std::span<const rvgl_ib> ibs, std::span<const TimelinePo
   if (int err = dev_->cs_submit(ctx_id_, bo_list, {chunks.data(), n}, &handle)) return err;
   {
     std::lock_guard lk(recent_mu_);
-    recent_.emplace_back(next, handle);
-    if (recent_.size() > kRecent) recent_.pop_front();
+    recent_.push(next, handle);
   }
   recorded_.notify_all();
   last_seq_.store(next, std::memory_order_release);
@@ -134,8 +133,8 @@ uint64_t KernelQueue::newest_finished(uint64_t floor) const {
   if (!written) return 0;
   std::lock_guard lk(recent_mu_);
   // Newest first: at a fence the newest submission is usually the one done.
-  for (auto it = recent_.rbegin(); it != recent_.rend() && it->first >= floor; ++it)
-    if (it->second <= written) return it->first;
+  for (size_t i = 0; i < recent_.size() && recent_.newest(i).first >= floor; ++i)
+    if (recent_.newest(i).second <= written) return recent_.newest(i).first;
   return 0;
 }
 
@@ -160,8 +159,8 @@ int KernelQueue::ctx_flags(uint64_t *flags) const {
 
 bool KernelQueue::knows_job(uint64_t seq) const {
   std::lock_guard lk(recent_mu_);
-  for (auto it = recent_.rbegin(); it != recent_.rend() && it->first >= seq; ++it)
-    if (it->first == seq) return true;
+  for (size_t i = 0; i < recent_.size() && recent_.newest(i).first >= seq; ++i)
+    if (recent_.newest(i).first == seq) return true;
   return false;
 }
 
@@ -181,17 +180,16 @@ int KernelQueue::job_error(uint64_t seq, uint64_t *job, bool *unread, bool *shar
     // end; otherwise its error cannot be asked yet, and the older job's answer is not its (a
     // fault that failed it would pass for clean, or for a cancellation of a guilty context), so
     // the look is made again. Point 0 is no job (a queue looked at before it submitted anything).
-    auto unrecorded = [&] { return seq && (recent_.empty() || recent_.back().first < seq); };
+    auto unrecorded = [&] { return seq && (recent_.empty() || recent_.newest(0).first < seq); };
     if (unrecorded()) recorded_.wait_for(lk, kRecordWait, [&] { return !unrecorded(); });
     if (unrecorded()) {
-      const uint64_t recorded = recent_.empty() ? 0 : recent_.back().second;
+      const uint64_t recorded = recent_.empty() ? 0 : recent_.newest(0).second;
       *unread = !user_fence_ || user_fence_->read() <= recorded;
       return 0;
     }
-    for (auto it = recent_.rbegin(); it != recent_.rend(); ++it)
-      if (it->first <= seq) {
-        *job = it->first;
-        handle = it->second;
+    for (size_t i = 0; i < recent_.size(); ++i)
+      if (recent_.newest(i).first <= seq) {
+        std::tie(*job, handle) = recent_.newest(i);
         break;
       }
   }
@@ -243,8 +241,10 @@ int KernelQueue::first_error_between(uint64_t after, uint64_t upto, uint64_t *fa
   size_t n = 0;
   {
     std::lock_guard lk(recent_mu_);
-    for (const auto &[seq, handle] : recent_)
-      if (seq > after && seq <= upto && n < kKernelFences) jobs[n++] = {seq, handle};
+    for (size_t i = 0; i < recent_.size(); ++i)
+      if (const auto &[seq, handle] = recent_.oldest(i);
+          seq > after && seq <= upto && n < kKernelFences)
+        jobs[n++] = {seq, handle};
   }
   for (size_t i = 0; i < n; ++i) {
     const int r = dev_->wait_cs(ctx_id_, hw_ip(), 0, jobs[i].second, 0);

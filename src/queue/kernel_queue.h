@@ -11,7 +11,6 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
-#include <deque>
 #include <memory>
 #include <mutex>
 #include <span>
@@ -20,6 +19,7 @@
 #include "amdgpu/amdgpu_device.h"
 #include "queue/sync_timeline.h"
 #include "queue/queue_status.h"
+#include "queue/recent_jobs.h"
 #include "queue/user_fence.h"
 #include "rocm_virgl_protocol.h"
 
@@ -129,14 +129,12 @@ class KernelQueue {
   // Signalled when submit() has recorded a job: a health owner that saw the job's point reached
   // before that waits for the record rather than classify from an older job's answer.
   mutable std::condition_variable recorded_;
-  // Kernel fences of recent submissions, to tell which one failed.
-  static constexpr size_t kRecent = 256;
   // How long a health owner waits for submit() to record a job it saw completed: the VMM's
   // thread is between the CS ioctl's return and the record, a few instructions.
   static constexpr std::chrono::milliseconds kRecordWait{100};
   // amdgpu_sched_jobs' default: the fences a kernel context entity keeps (amdgpu_ctx_get_fence()).
   static constexpr uint64_t kKernelFences = 32;
-  std::deque<std::pair<uint64_t, uint64_t>> recent_;  // (seq, kernel handle)
+  RecentJobs recent_;  // kernel fences of recent submissions, to tell which one failed
 
   PublishedStatus status_;
 };
