@@ -162,8 +162,9 @@ void GlobalFences::ensure_waiter_locked() {
   if (waiter_.joinable() || waiter_failed_ || stopping_) return;
   try {
     waiter_ = std::thread([this] { waiter_main(); });
-  } catch (const std::system_error &e) {
-    // Thread exhaustion: fences still retire from the VMM's own calls (its poll timer).
+  } catch (const std::exception &e) {
+    // Thread exhaustion (std::system_error), or no memory for the thread's state (bad_alloc):
+    // fences still retire from the VMM's own calls (its poll timer).
     waiter_failed_ = true;
     log_warn("global fences: no waiter thread (%s); delivering from virgl_renderer_poll only",
              e.what());

@@ -2,9 +2,13 @@
 // In a file of its own so the context's main file stays the queue owner's alone.
 #include "context/work_snapshot.h"
 
+#include <time.h>
+
 #include <algorithm>
+#include <cerrno>
 
 #include "context/compute_context.h"
+#include "util/monotonic_clock.h"
 
 namespace rvgl {
 
@@ -50,12 +54,27 @@ bool WorkSnapshot::wait(int64_t abs_timeout_ns) {
 
 bool wait_for_point(AmdgpuDevice &dev, const SyncTimeline &timeline, uint64_t point,
                     int64_t abs_timeout_ns) {
-  if (timeline.known_reached() >= point) return true;
   const uint32_t handle = timeline.handle();
-  uint32_t first = 0;
-  return dev.syncobj_timeline_wait(
-             {&handle, 1}, {&point, 1}, abs_timeout_ns,
-             DRM_SYNCOBJ_WAIT_FLAGS_WAIT_ALL | DRM_SYNCOBJ_WAIT_FLAGS_WAIT_FOR_SUBMIT, &first) == 0;
+  for (;;) {
+    if (timeline.known_reached() >= point) return true;
+    uint32_t first = 0;
+    const int r = dev.syncobj_timeline_wait(
+        {&handle, 1}, {&point, 1}, abs_timeout_ns,
+        DRM_SYNCOBJ_WAIT_FLAGS_WAIT_ALL | DRM_SYNCOBJ_WAIT_FLAGS_WAIT_FOR_SUBMIT, &first);
+    if (r == 0) return true;
+    const int64_t now = monotonic_ns();
+    if (r == -ETIME || now >= abs_timeout_ns) return false;
+    // Refused (the kernel short of memory, say), not timed out: the work may still run, so the
+    // wait goes on, asked again a millisecond later. Ending here would hand guest pages back
+    // under a running job, or make a waiter that loops on this spin. The timeline's value is
+    // asked too: what the completion engine sees reached may not move meanwhile (in poll mode
+    // the VMM's thread, which may be this one, reports it; a closing context has no watch).
+    if (uint64_t v = 0; timeline.query(&v) == 0 && v >= point) return true;
+    const int64_t nap = std::min<int64_t>(kRefusedWaitRetryNs, abs_timeout_ns - now);
+    const timespec ts{static_cast<time_t>(nap / 1'000'000'000),
+                      static_cast<long>(nap % 1'000'000'000)};
+    nanosleep(&ts, nullptr);
+  }
 }
 
 void ComputeContext::wait_for_submitted_work(int64_t abs_timeout_ns) const {

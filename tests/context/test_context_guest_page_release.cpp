@@ -116,6 +116,32 @@ TEST_CASE("destroying a context waits for the jobs that may reach its mapped gue
   }
 }
 
+TEST_CASE("a wait the kernel refuses does not end the wait for jobs that may reach guest pages",
+          "[context][userptr][release]") {
+  // SYNCOBJ_TIMELINE_WAIT answers ENOMEM (a kernel short of memory) every time: that says nothing
+  // of the job, so detach and destroy go on waiting (asking again, and seeing what the completion
+  // engine sees reached) rather than return with the job still to write into the pages.
+  ScopedKnob lockup("RVGL_EMU_LOCKUP_TIMEOUT_MS", "30000", "2000");
+  REQUIRE(lockup.ok());
+  const bool async = GENERATE(false, true);
+  const bool destroy = GENERATE(false, true);
+  INFO("async " << async << (destroy ? ", context destroy" : ", detach"));
+  Guest g(async);
+  REQUIRE(g.map_pages() == 0);
+  g.submit_gated_job(true);
+  rvgl_emu_reset_fault_injection();
+  ScopedKnob refuse("RVGL_EMU_FAIL", "SYNCOBJ_TIMELINE_WAIT:1+:ENOMEM", "");
+  REQUIRE(refuse.ok());
+  GateWatchdog gate(g.gate(), kOpenAfter);
+  if (destroy)
+    g.h.ctx().close();
+  else
+    g.h.ctx().detach_resource(g.pages_res);
+  CHECK(g.marker() == 1);
+  CHECK(g.page_word() == kPageValue);
+  rvgl_emu_reset_fault_injection();
+}
+
 TEST_CASE("guest pages the GPU never mapped are let go without waiting for jobs",
           "[context][userptr][release]") {
   ScopedKnob lockup("RVGL_EMU_LOCKUP_TIMEOUT_MS", "30000", "2000");

@@ -5,6 +5,7 @@
 // the one written (QEMU's virgl_write_fence), so each write is checked for every fence it retires.
 #include <catch2/catch.hpp>
 
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -279,5 +280,39 @@ TEST_CASE("a global fence waits for the work of a queue destroyed before it", "[
     CHECK(MiniVmm::jobs_completed() == jobs + 1);  // the copy was done when the VMM was told
     REQUIRE(rvgl_emu_set_knob("RVGL_EMU_JOB_LATENCY_US", "0") == 0);
   }
+  virgl_renderer_context_destroy(g.ctx_id());
+}
+
+TEST_CASE("the global fence waiter does not spin while the kernel refuses its waits",
+          "[global-1000-async]") {
+  // SYNCOBJ_TIMELINE_WAIT answers ENOMEM every time while a held fence's job runs for 200 ms:
+  // the waiter asks again a millisecond apart (work_snapshot.h), not in a loop, and the fence
+  // still goes out once the job is done.
+  MiniVmm vmm({"async", 4,
+               VIRGL_RENDERER_NO_VIRGL | VIRGL_RENDERER_ASYNC_FENCE_CB | VIRGL_RENDERER_THREAD_SYNC,
+               false, false, 8, nullptr, false, false, false, false});
+  REQUIRE(vmm.result() == 0);
+  RocmGuest g(10, 100);
+  g.start();
+  const CopyIb copy = one_copy(g);
+  const uint32_t q = g.queue_create(RVGL_IP_SDMA, 1);
+  REQUIRE(rvgl_emu_set_knob("RVGL_EMU_JOB_LATENCY_US", "200000") == 0);
+  rvgl_emu_reset_fault_injection();
+  REQUIRE(rvgl_emu_set_knob("RVGL_EMU_FAIL", "SYNCOBJ_TIMELINE_WAIT:1+:ENOMEM") == 0);
+  const uint64_t jobs = MiniVmm::jobs_completed();
+  g.submit(q, copy.va, copy.dwords);
+  REQUIRE(vmm.fence(0, 0, 1) == 0);
+  REQUIRE(vmm.run_until([&] { return vmm.newest_global() >= 1; }));
+  CHECK(MiniVmm::jobs_completed() == jobs + 1);  // the copy was done when the VMM was told
+  char counts[4096];
+  rvgl_emu_call_counts(counts, sizeof counts);
+  rvgl_emu_reset_fault_injection();
+  REQUIRE(rvgl_emu_set_knob("RVGL_EMU_JOB_LATENCY_US", "0") == 0);
+  const char *const kName = "SYNCOBJ_TIMELINE_WAIT ";
+  const char *line = std::strstr(counts, kName);
+  const unsigned long waits = line ? std::strtoul(line + std::strlen(kName), nullptr, 10) : 0;
+  INFO(counts);
+  CHECK(waits > 0);     // the waiter did wait, and was refused
+  CHECK(waits <= 400);  // one a millisecond for 200 ms, twice over; a spin makes thousands
   virgl_renderer_context_destroy(g.ctx_id());
 }
