@@ -109,6 +109,11 @@ class Router {
   Router() = default;
   static Router &get_slow();
   static Router *instance_;
+  // Records an id the real library has just made as its own. Out of memory, unrecorded, the id
+  // would pass for free and could become ours while the real library still holds it: the
+  // real library's object goes again, and bad_alloc goes on to the guard (ENOMEM).
+  void note_real_resource(uint32_t res_id);
+  void note_real_context(uint32_t ctx_id);
   std::shared_ptr<const Config> config();
   std::shared_ptr<ComputeContext> our_context(uint32_t ctx_id);
   // The context without taking a reference or the lock where the id is small (see above).
@@ -168,10 +173,7 @@ template <class Create>
 int Router::real_resource_create(uint32_t res_id, int refusal, Create &&create) {
   if (owns_resource(res_id)) return refusal;
   const int ret = create();
-  if (ret == 0) {
-    std::lock_guard lk(mu_);
-    real_.add_resource(res_id);
-  }
+  if (ret == 0) note_real_resource(res_id);
   return ret;
 }
 

@@ -63,10 +63,7 @@ int Router::context_create(uint32_t ctx_id, uint32_t ctx_flags, uint32_t nlen, c
   auto real = RVGL_REAL(virgl_renderer_context_create_with_flags);
   if (!real) return EINVAL;  // no real library: no other context type exists
   const int ret = real(ctx_id, ctx_flags, nlen, name);
-  if (ret == 0) {
-    std::lock_guard lk(mu_);
-    real_.add_context(ctx_id);
-  }
+  if (ret == 0) note_real_context(ctx_id);
   return ret;
 }
 
@@ -80,11 +77,18 @@ int Router::legacy_context_create(uint32_t ctx_id, uint32_t nlen, const char *na
   } else {
     return EINVAL;  // no real library: no legacy context type exists
   }
-  if (ret == 0) {
+  if (ret == 0) note_real_context(ctx_id);
+  return ret;
+}
+
+void Router::note_real_context(uint32_t ctx_id) {
+  try {
     std::lock_guard lk(mu_);
     real_.add_context(ctx_id);
+  } catch (const std::bad_alloc &) {
+    if (auto real = RVGL_REAL(virgl_renderer_context_destroy)) real(ctx_id);
+    throw;
   }
-  return ret;
 }
 
 int Router::create_our_context(uint32_t ctx_id) {

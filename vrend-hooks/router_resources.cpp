@@ -97,6 +97,16 @@ bool Router::resource_detach_iov(uint32_t res_id, iovec **iov_p, int *num_iovs_p
   return true;
 }
 
+void Router::note_real_resource(uint32_t res_id) {
+  try {
+    std::lock_guard lk(mu_);
+    real_.add_resource(res_id);
+  } catch (const std::bad_alloc &) {
+    if (auto real = RVGL_REAL(virgl_renderer_resource_unref)) real(res_id);
+    throw;
+  }
+}
+
 void Router::resource_unref(uint32_t res_id) {
   std::map<uint32_t, RocmResource>::node_type mine;
   {

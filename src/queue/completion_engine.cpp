@@ -114,31 +114,45 @@ int CompletionEngine::insert(uint32_t handle, Watch *w, uint64_t *id) {
       return -errno;
     }
   }
-  {
+  try {
     std::lock_guard lk(mu_);
-    *id = next_id_++;
+    // Out of memory, the tables are left as they were (the handle goes below): a watch half
+    // filed would leave the imported syncobj without an owner, or a timer without its node.
     if (!handle) {
       std::lock_guard tl(timers_mu_);
-      Timer &t = timers_[*id];
-      t.watch = w;
-      by_deadline_.emplace(t.at, *id);  // no deadline yet: the earliest stays as it was
-      refile_locked(*id, t);
+      const auto t = timers_.try_emplace(next_id_).first;
+      try {
+        by_deadline_.emplace(t->second.at, next_id_);  // no deadline yet: the earliest stays
+      } catch (const std::bad_alloc &) {
+        timers_.erase(t);
+        throw;
+      }
+      *id = next_id_++;
+      t->second.watch = w;
+      refile_locked(*id, t->second);
     } else {
+      if (efd) grow_for(to_arm_, 1);
+      const auto e = entries_.try_emplace(next_id_).first;
       if (efd) {
         // Edge-triggered: every signal of the eventfd is an event of its own, so the counter
         // never needs a read() to be re-armed (one syscall less per completion).
         epoll_event ev{};
         ev.events = EPOLLIN | EPOLLET;
-        ev.data.u64 = *id;
+        ev.data.u64 = next_id_;
         if (epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, efd.get(), &ev)) {
           const int err = -errno;
+          entries_.erase(e);
           dev_->syncobj_destroy(handle);
           return err;
         }
-        to_arm_.push_back(*id);
+        to_arm_.push_back(next_id_);
       }
-      entries_[*id] = Entry{handle, w, std::move(efd), 0};
+      *id = next_id_++;
+      e->second = Entry{handle, w, std::move(efd), 0};
     }
+  } catch (const std::bad_alloc &) {
+    if (handle) dev_->syncobj_destroy(handle);
+    throw;
   }
   // The thread waits on the old set: it must take the new watch (or deadline) into its wait.
   rearm();

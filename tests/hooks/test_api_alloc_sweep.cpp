@@ -187,8 +187,42 @@ class ApiRun {
     return true;
   }
 
+ public:
+  // The real library's blob of this run: made, or refused; the VMM forgets a refused id (QEMU
+  // frees its own record and never unrefs it), so the real library must not hold it then.
+  // Asked after the run, with nothing refused: 0 when that id is free, else the failure.
+  std::string real_id_after_refusal() {
+    if (!real_refused_) return "";
+    const int r = create_real_blob(real_res_);
+    if (r != 0)
+      return "resource " + std::to_string(real_res_) + " still the real library's (" +
+             std::to_string(r) + ")";
+    ProductCall pc("virgl_renderer_resource_unref");
+    virgl_renderer_resource_unref(real_res_);
+    return "";
+  }
+
+ private:
+  // A GUEST blob without USERPTR: a plain resource of the real library, no context's.
+  int create_real_blob(uint32_t res) {
+    iovec iov{real_pages_.ptr, kSize};
+    virgl_renderer_resource_create_blob_args a{};
+    a.res_handle = res;
+    a.blob_mem = VIRGL_RENDERER_BLOB_MEM_GUEST;
+    a.size = kSize;
+    a.iovecs = &iov;
+    a.num_iovs = 1;
+    ProductCall pc("virgl_renderer_resource_create_blob");
+    return virgl_renderer_resource_create_blob(&a);
+  }
+
   void life() {
     int r;
+    real_res_ = next_res_++;
+    r = create_real_blob(real_res_);
+    if (r == 0) made_.push_back(real_res_);
+    real_refused_ = r != 0;
+    if (!ok("real library blob", r)) return;
     {
       ProductCall pc("virgl_renderer_context_create_with_flags");
       r = virgl_renderer_context_create_with_flags(ctx_, RVGL_CAPSET_ID, 4, "rocm");
@@ -317,6 +351,9 @@ class ApiRun {
   uint32_t ctx_;
   uint32_t next_res_;
   GuestPages pages_{kSize};
+  GuestPages real_pages_{kSize};
+  uint32_t real_res_ = 0;
+  bool real_refused_ = false;
   bool created_ = false;
   uint64_t userptrs_at_start_ = 0;
   uint32_t shmem_res_ = 0;
@@ -351,6 +388,11 @@ void api_alloc_sweep(bool async, bool from_then_on) {
     REQUIRE(warm.run().copied);
     ++ctx;
   }
+  // A context that lives through every run, as another guest's would: the completion engine,
+  // and what runs leave in its DRM file, stay (the last context's end would close them).
+  constexpr uint32_t kBystander = 999;
+  REQUIRE(virgl_renderer_context_create_with_flags(kBystander, RVGL_CAPSET_ID, 9, "bystander") ==
+          0);
   const Held base = Held::now();
   uint64_t fewest = UINT64_MAX, most = 0;
   for (int i = 0; i < 5; ++i, ++ctx) {
@@ -376,6 +418,7 @@ void api_alloc_sweep(bool async, bool from_then_on) {
     alloc::Armed refusing(n, from_then_on);
     const Outcome out = run.run();
     const alloc::Tally t = refusing.tally();
+    CHECK(run.real_id_after_refusal() == "");
     INFO("told: " << joined(out.told));
     INFO("an exception left " << (rvgl::test::product_call_escaped
                                       ? rvgl::test::product_call_escaped
@@ -391,6 +434,7 @@ void api_alloc_sweep(bool async, bool from_then_on) {
     copied += out.copied;
     if (n <= fewest) CHECK(t.failed > 0);  // every clean run made it
   }
+  virgl_renderer_context_destroy(kBystander);
   std::printf(
       "C API allocation sweep (%s%s): %llu-%llu allocations per clean run, %llu refused "
       "in turn; %llu runs told the VMM or guest, %llu copied all the same\n",
