@@ -333,21 +333,18 @@ int ComputeContext::create_blob(const BlobArgs &args, BlobExport *out) {
 int ComputeContext::create_shared_page(const BlobArgs &args, BlobExport *out) {
   if (shmem_ || args.blob_flags != RVGL_BLOB_FLAG_USE_MAPPABLE || args.size != RVGL_SHMEM_SIZE)
     return -EINVAL;
+  // The context takes the page only once all of it is done: one half made (out of memory in
+  // the resource table, say) would leave a page the guest never got, refusing the next try.
   int err;
-  shmem_ = SharedPage::create(&err);
-  if (!shmem_) return err;
-  out->fd = shmem_->dup_fd();
-  if (!out->fd) {
-    shmem_.reset();
-    return -EMFILE;
-  }
+  auto page = SharedPage::create(&err);
+  if (!page) return err;
+  out->fd = page->dup_fd();
+  if (!out->fd) return -EMFILE;
   out->fd_type = kFdTypeShm;
   out->map_info = kMapCached;
   out->size = RVGL_SHMEM_SIZE;
-  if (int e = memory_->add_shared_page(args.res_id)) {
-    shmem_.reset();
-    return e;
-  }
+  if (int e = memory_->add_shared_page(args.res_id)) return e;
+  shmem_ = std::move(page);
   // The page lives as long as the context: the ring may write into it from now on.
   if (facts_.capset.features & RVGL_FEATURE_EVENT_RING) events_.attach(shmem_->view());
   shmem_published_.store(shmem_.get(), std::memory_order_release);

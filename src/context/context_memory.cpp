@@ -125,10 +125,24 @@ int32_t ContextMemory::bo_create(const rvgl_req_bo_create &q, rvgl_rsp_bo_create
   obj->set_charge(std::move(charge));
   obj->set_bo_flags(q.flags);
   obj->set_blob_id(q.blob_id);
+  // The blob id's place is made first: out of memory after the BO had its handle, the guest
+  // would be told ENOMEM with the object kept (its quota charged) and its id taken for good.
+  auto parked = parked_blobs_.end();
+  if (q.blob_id) parked = parked_blobs_.try_emplace(q.blob_id).first;
+  struct Unpark {
+    decltype(parked_blobs_) &blobs;
+    decltype(parked) &it;
+    ~Unpark() {
+      if (it != blobs.end()) blobs.erase(it);
+    }
+  } unpark{parked_blobs_, parked};
   registry_->add(obj);
   const uint32_t bo = bos_.insert(obj);
   if (!bo) return -ENOSPC;
-  if (q.blob_id) parked_blobs_[q.blob_id] = obj;
+  if (q.blob_id) {
+    parked->second = obj;
+    parked = parked_blobs_.end();  // kept
+  }
   rsp->bo = bo;
   return 0;
 }
@@ -242,12 +256,17 @@ int ContextMemory::claim_bo(const BlobArgs &args, BlobExport *out) {
   if (it == parked_blobs_.end()) return -ENOENT;
   const std::shared_ptr<MemoryObject> obj = it->second;
   if (args.size != obj->size()) return -EINVAL;
+  // The kernel refuses to map an object created NO_CPU_ACCESS whatever its domain
+  // (amdgpu_gem_object_mmap(): -EPERM), so such a blob could never be mapped by the VMM.
   const bool cpu_mappable =
-      obj->domain() != RVGL_DOMAIN_VRAM || (obj->bo_flags() & RVGL_BO_FLAG_CPU_ACCESS);
+      !(obj->bo_flags() & RVGL_BO_FLAG_NO_CPU_ACCESS) &&
+      (obj->domain() != RVGL_DOMAIN_VRAM || (obj->bo_flags() & RVGL_BO_FLAG_CPU_ACCESS));
   if ((args.blob_flags & RVGL_BLOB_FLAG_USE_MAPPABLE) && !cpu_mappable) return -EINVAL;
   if (int err = export_object(*obj, out)) return err;
-  parked_blobs_.erase(it);
+  // The resource's place before the blob leaves the parked list: out of memory, it stays
+  // claimable.
   resources_[args.res_id] = Resource{Resource::Kind::kBo, obj};
+  parked_blobs_.erase(it);
   return 0;
 }
 

@@ -1,5 +1,7 @@
 #include "memory/object_registry.h"
 
+#include <new>
+
 #include "memory/memory_object.h"
 
 namespace rvgl {
@@ -10,9 +12,19 @@ void ObjectRegistry::add(const std::shared_ptr<MemoryObject> &obj) {
 }
 
 void ObjectRegistry::add_locked(const std::shared_ptr<MemoryObject> &obj) {
-  for (const auto &s : obj->segments())
-    handles_[s.handle] = Owner{obj.get(), obj};
-  if (obj->blob_id()) blob_ids_[obj->blob_id()] = obj.get();
+  // All or nothing: out of memory part way, the entries made go again, and the object, with no
+  // registry, closes its own handles (an entry left would name a freed object).
+  const auto &segs = obj->segments();
+  size_t made = 0;
+  try {
+    for (; made < segs.size(); ++made)
+      handles_[segs[made].handle] = Owner{obj.get(), obj};
+    if (obj->blob_id()) blob_ids_[obj->blob_id()] = obj.get();
+  } catch (const std::bad_alloc &) {
+    for (size_t i = 0; i < made; ++i)
+      handles_.erase(segs[i].handle);
+    throw;
+  }
   obj->set_registry(shared_from_this());
 }
 

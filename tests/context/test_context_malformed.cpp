@@ -222,6 +222,11 @@ TEST_CASE("malformed blobs are refused", "[context][malformed]") {
   h.bo_create(8192, RVGL_DOMAIN_VRAM, RVGL_BO_FLAG_NO_CPU_ACCESS, 6, &r);
   REQUIRE(r == 0);
   CHECK(blob(RVGL_BLOB_MEM_HOST3D, RVGL_BLOB_FLAG_USE_MAPPABLE, 6, 8192) == -EINVAL);
+  // GTT the kernel would never map (NO_CPU_ACCESS): not mappable either, but shareable.
+  h.bo_create(8192, RVGL_DOMAIN_GTT, RVGL_BO_FLAG_NO_CPU_ACCESS, 8, &r);
+  REQUIRE(r == 0);
+  CHECK(blob(RVGL_BLOB_MEM_HOST3D, RVGL_BLOB_FLAG_USE_MAPPABLE, 8, 8192) == -EINVAL);
+  CHECK(blob(RVGL_BLOB_MEM_HOST3D, RVGL_BLOB_FLAG_USE_SHAREABLE, 8, 8192) == 0);
   // Userptr: no pages, sizes that do not add up, unaligned pages.
   alignas(4096) static uint8_t pages[3 * 4096];
   iovec one{pages, 4096};
