@@ -59,6 +59,7 @@ int Router::init(void *cookie, int flags, virgl_renderer_callbacks *cbs) {
   const virgl_renderer_callbacks *pass_cbs = cbs;
   int pass_flags;
   bool fresh = false;
+  uint32_t refused_capset = 0;
   {
     std::lock_guard lk(mu_);
     if (initialized_) {
@@ -72,17 +73,24 @@ int Router::init(void *cookie, int flags, virgl_renderer_callbacks *cbs) {
       max_contexts_ = max_contexts_from_env();
       capsets_.clear();
       if (reserved_capset(cfg_->capset_id)) {
-        // Refused before the real library starts: the VMM stops with our message rather than
-        // running with the guest kernel's own context taken over (issue 15, point 2).
-        log_vmm(kVirglLogLevelWarning,
-                "RVGL_CAPSET_ID=%u refused: capsets 1 (VIRGL) and 2 (VIRGL2) belong to the real "
-                "library's virgl contexts, which the guest kernel and Mesa's virgl driver create "
-                "without a capset; map ROCM onto 8 (default), 4 (venus) or 6 (drm) instead",
-                cfg_->capset_id);
-        return -EINVAL;
+        refused_capset = cfg_->capset_id;  // said below, outside mu_ (the VMM's log callback)
+      } else {
+        set_vmm_locked(VmmCallbacks(cookie, flags, cbs));
       }
-      set_vmm_locked(VmmCallbacks(cookie, flags, cbs));
     }
+  }
+  if (refused_capset) {
+    // Refused before the real library starts: the VMM stops with our message rather than
+    // running with the guest kernel's own context taken over (issue 15, point 2).
+    log_vmm(kVirglLogLevelWarning,
+            "RVGL_CAPSET_ID=%u refused: capsets 1 (VIRGL) and 2 (VIRGL2) belong to the real "
+            "library's virgl contexts, which the guest kernel and Mesa's virgl driver create "
+            "without a capset; map ROCM onto 8 (default), 4 (venus) or 6 (drm) instead",
+            refused_capset);
+    return -EINVAL;
+  }
+  {
+    std::lock_guard lk(mu_);
     pass_flags = real_init_flags(flags, cfg_->compute_only, cfg_->capset_id);
     if (const auto *c = vmm_.for_real_library(&real_write_fence, cfg_->compute_only)) pass_cbs = c;
     wrap_global_fences_ = pass_cbs != cbs;
