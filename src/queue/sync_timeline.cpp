@@ -1,12 +1,25 @@
 #include "queue/sync_timeline.h"
 
+#include <memory>
+#include <new>
+
 namespace rvgl {
 
 std::shared_ptr<SyncTimeline> SyncTimeline::create(std::shared_ptr<AmdgpuDevice> dev, int *err) {
   uint32_t h;
   *err = dev->syncobj_create(0, &h);
   if (*err) return nullptr;
-  return std::shared_ptr<SyncTimeline>(new SyncTimeline(std::move(dev), h));
+  // Out of memory for the object, the handle would have no owner: it goes back first. Once the
+  // object holds it, its destructor does (the shared_ptr's own allocation failing leaves the
+  // object with the unique_ptr).
+  std::unique_ptr<SyncTimeline> owned;
+  try {
+    owned.reset(new SyncTimeline(dev, h));
+  } catch (const std::bad_alloc &) {
+    dev->syncobj_destroy(h);
+    throw;
+  }
+  return std::shared_ptr<SyncTimeline>(std::move(owned));
 }
 
 SyncTimeline::~SyncTimeline() {
