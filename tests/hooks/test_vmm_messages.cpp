@@ -3,6 +3,7 @@
 // fences are all global and what to do.
 #include <catch2/catch.hpp>
 
+#include <cerrno>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -19,7 +20,33 @@ void log_cb(int level, const char *msg, void *) {
   if (level == 2 && std::strstr(msg, "write_context_fence")) g_messages.push_back(msg);
 }
 
+bool g_called_back = false;
+
+// A VMM's log callback that asks the library something while it is being told (QEMU's own
+// logging takes its locks; a VMM may well query state from there).
+void calling_back_cb(int, const char *msg, void *) {
+  if (!std::strstr(msg, "RVGL_CAPSET_ID=2 refused")) return;
+  uint32_t ver = 0, size = 0;
+  virgl_renderer_get_cap_set(8, &ver, &size);
+  g_called_back = true;
+}
+
 }  // namespace
+
+TEST_CASE("a refused RVGL_CAPSET_ID is told to the VMM's log outside the library's locks",
+          "[hooks][debug]") {
+  // router.h: no VMM callback runs under the router's lock; a log callback calling back in
+  // would otherwise deadlock (this test would hang).
+  virgl_set_log_callback(calling_back_cb, nullptr, nullptr);
+  g_called_back = false;
+  {
+    ScopedEnv capset("RVGL_CAPSET_ID", "2");
+    Renderer r(Renderer::Options{});
+    CHECK(r.result() == -EINVAL);
+  }
+  virgl_set_log_callback(nullptr, nullptr, nullptr);
+  CHECK(g_called_back);
+}
 
 TEST_CASE("RVGL_DEBUG=1 says once per init when the VMM has no context fences", "[hooks][debug]") {
   virgl_set_log_callback(log_cb, nullptr, nullptr);
