@@ -57,7 +57,7 @@ std::shared_ptr<const Config> Router::config() {
 
 int Router::init(void *cookie, int flags, virgl_renderer_callbacks *cbs) {
   const virgl_renderer_callbacks *pass_cbs = cbs;
-  int pass_flags;
+  int pass_flags = 0;
   bool fresh = false;
   uint32_t refused_capset = 0;
   {
@@ -72,11 +72,16 @@ int Router::init(void *cookie, int flags, virgl_renderer_callbacks *cbs) {
       cfg_ = std::make_shared<const Config>(Config::from_env());
       max_contexts_ = max_contexts_from_env();
       capsets_.clear();
-      if (reserved_capset(cfg_->capset_id)) {
+      if (reserved_capset(cfg_->capset_id))
         refused_capset = cfg_->capset_id;  // said below, outside mu_ (the VMM's log callback)
-      } else {
+      else
         set_vmm_locked(VmmCallbacks(cookie, flags, cbs));
-      }
+    }
+    if (!refused_capset) {
+      pass_flags = real_init_flags(flags, cfg_->compute_only, cfg_->capset_id);
+      if (const auto *c = vmm_.for_real_library(&real_write_fence, cfg_->compute_only))
+        pass_cbs = c;
+      wrap_global_fences_ = pass_cbs != cbs;
     }
   }
   if (refused_capset) {
@@ -88,12 +93,6 @@ int Router::init(void *cookie, int flags, virgl_renderer_callbacks *cbs) {
             "without a capset; map ROCM onto 8 (default), 4 (venus) or 6 (drm) instead",
             refused_capset);
     return -EINVAL;
-  }
-  {
-    std::lock_guard lk(mu_);
-    pass_flags = real_init_flags(flags, cfg_->compute_only, cfg_->capset_id);
-    if (const auto *c = vmm_.for_real_library(&real_write_fence, cfg_->compute_only)) pass_cbs = c;
-    wrap_global_fences_ = pass_cbs != cbs;
   }
   if (fresh) {
     global_.start(vmm_.cookie(), vmm_.write_fence(), vmm_.async_fences());

@@ -2,10 +2,10 @@
 // In a file of its own so the context's main file stays the queue owner's alone.
 #include "context/work_snapshot.h"
 
-#include <time.h>
-
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
+#include <thread>
 
 #include "context/compute_context.h"
 #include "util/monotonic_clock.h"
@@ -21,6 +21,15 @@ void add_unfinished(const KernelQueue &q, std::vector<WorkSnapshot::Point> *poin
   points->push_back({tl, last});
 }
 
+// Known reached, or the kernel says so now (one SYNCOBJ_QUERY). Asked, never made known: the
+// callers run on the VMM's or the router's thread, not the health owner's. A failed query: not
+// known reached.
+bool reached_now(const SyncTimeline &tl, uint64_t point) {
+  if (tl.known_reached() >= point) return true;
+  uint64_t v;
+  return tl.query(&v) == 0 && v >= point;
+}
+
 }  // namespace
 
 WorkSnapshot ComputeContext::work_snapshot() const {
@@ -31,16 +40,9 @@ WorkSnapshot ComputeContext::work_snapshot() const {
 }
 
 bool WorkSnapshot::reached() {
-  // Asked, never made known: this runs on the VMM's or the router's thread, not the health
-  // owner's.
-  auto pending = [](const Point &p) {
-    if (p.timeline->known_reached() >= p.point) return false;
-    uint64_t v;
-    return p.timeline->query(&v) != 0 || v < p.point;  // a failed query: not known reached
-  };
-  points_.erase(
-      std::remove_if(points_.begin(), points_.end(), [&](const Point &p) { return !pending(p); }),
-      points_.end());
+  points_.erase(std::remove_if(points_.begin(), points_.end(),
+                               [](const Point &p) { return reached_now(*p.timeline, p.point); }),
+                points_.end());
   return points_.empty();
 }
 
@@ -69,11 +71,9 @@ bool wait_for_point(AmdgpuDevice &dev, const SyncTimeline &timeline, uint64_t po
     // under a running job, or make a waiter that loops on this spin. The timeline's value is
     // asked too: what the completion engine sees reached may not move meanwhile (in poll mode
     // the VMM's thread, which may be this one, reports it; a closing context has no watch).
-    if (uint64_t v = 0; timeline.query(&v) == 0 && v >= point) return true;
-    const int64_t nap = std::min<int64_t>(kRefusedWaitRetryNs, abs_timeout_ns - now);
-    const timespec ts{static_cast<time_t>(nap / 1'000'000'000),
-                      static_cast<long>(nap % 1'000'000'000)};
-    nanosleep(&ts, nullptr);
+    if (reached_now(timeline, point)) return true;
+    std::this_thread::sleep_for(
+        std::chrono::nanoseconds(std::min<int64_t>(kRefusedWaitRetryNs, abs_timeout_ns - now)));
   }
 }
 
