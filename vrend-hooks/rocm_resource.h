@@ -35,6 +35,8 @@ class RocmResource {
   uint32_t fd_type() const { return fd_type_; }
   uint32_t map_info() const { return map_info_; }
   bool is_dmabuf() const { return fd_ && fd_type_ == VIRGL_RENDERER_BLOB_FD_TYPE_DMABUF; }
+  // The making context's charge for the memory (ContextMemory::attach_foreign).
+  std::shared_ptr<const void> charge() const { return charge_; }
 
   void *priv() const { return priv_; }
   void set_priv(void *p) { priv_ = p; }

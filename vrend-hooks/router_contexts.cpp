@@ -280,9 +280,11 @@ void Router::ctx_attach_resource(uint32_t ctx_id, uint32_t res_id) {
   // real library (DESIGN.md D1, cross-path sharing).
   UniqueFd fd;
   uint64_t size = 0;
+  std::shared_ptr<const void> charge;
   int err = -EINVAL;
   const bool ours = with_resource(res_id, [&](RocmResource &r) {
     size = r.size();
+    charge = r.charge();
     if (r.is_dmabuf()) err = r.dup_fd(&fd);
   });
   if (!ours) {
@@ -295,7 +297,7 @@ void Router::ctx_attach_resource(uint32_t ctx_id, uint32_t res_id) {
       if (err) fd.reset();
     }
   }
-  if (err == 0) err = c->attach_foreign(res_id, std::move(fd), size);
+  if (err == 0) err = c->attach_foreign(res_id, std::move(fd), size, std::move(charge));
   if (err) log_debug("ctx %u: resource %u not attached (%s)", ctx_id, res_id, strerror(-err));
 }
 

@@ -77,9 +77,10 @@ class ComputeContext {
   // RESOURCE_CREATE_BLOB for this context: the shared page, a BO claim, or a userptr blob.
   int create_blob(const BlobArgs &args, BlobExport *out);
   // A resource imported from its dma-buf: another context's, or one of ours coming back (the
-  // same object then).
-  int attach_foreign(uint32_t res_id, UniqueFd dmabuf, uint64_t size) {
-    return memory_->attach_foreign(res_id, std::move(dmabuf), size);
+  // same object then). `exporter_charge`: ContextMemory::attach_foreign.
+  int attach_foreign(uint32_t res_id, UniqueFd dmabuf, uint64_t size,
+                     std::shared_ptr<const void> exporter_charge = nullptr) {
+    return memory_->attach_foreign(res_id, std::move(dmabuf), size, std::move(exporter_charge));
   }
   // The resource is gone from this context (detach or unref): its name is dropped and, for
   // userptr memory, nothing of the host uses the guest's pages once this returns (GPU mappings,

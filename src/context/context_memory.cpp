@@ -323,7 +323,8 @@ int ContextMemory::export_object(const MemoryObject &obj, BlobExport *out) {
   return 0;
 }
 
-int ContextMemory::attach_foreign(uint32_t res_id, UniqueFd dmabuf, uint64_t size) {
+int ContextMemory::attach_foreign(uint32_t res_id, UniqueFd dmabuf, uint64_t size,
+                                  std::shared_ptr<const void> exporter_charge) {
   if (!free_res_id(res_id) || !dmabuf) return -EINVAL;
   const off_t real = lseek(dmabuf.get(), 0, SEEK_END);
   if (real <= 0) return -EINVAL;
@@ -349,6 +350,11 @@ int ContextMemory::attach_foreign(uint32_t res_id, UniqueFd dmabuf, uint64_t siz
   // Only the userptr resource that made an object revokes it: another name for it is foreign.
   const Resource::Kind kind =
       owner->kind() == MemoryObject::Kind::kBo ? Resource::Kind::kBo : Resource::Kind::kForeign;
+  // Our own object come back is charged already; an import charges nothing of its own (kOther,
+  // no bytes), so without the exporter's charge a guest could free and unref memory that another
+  // of its contexts still maps, and make more, outside every quota.
+  if (owner->kind() == MemoryObject::Kind::kImported && exporter_charge)
+    owner->hold_exporter_charge(std::move(exporter_charge));
   resources_[res_id] = Resource{kind, std::move(owner)};
   return 0;
 }

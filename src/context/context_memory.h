@@ -87,7 +87,10 @@ class ContextMemory {
   int add_shared_page(uint32_t res_id);
   bool is_shared_page(uint32_t res_id) const;
   // A resource imported from its dma-buf: another context's, or one of ours coming back.
-  int attach_foreign(uint32_t res_id, UniqueFd dmabuf, uint64_t size);
+  // `exporter_charge`: the charge of the context of ours that made the memory (null for the real
+  // library's resources), held by the import while it lives.
+  int attach_foreign(uint32_t res_id, UniqueFd dmabuf, uint64_t size,
+                     std::shared_ptr<const void> exporter_charge = nullptr);
   // The resource is gone from this context: its name is dropped and, for userptr memory, every
   // host-side use of the guest's pages ends before this returns.
   void detach_resource(uint32_t res_id);

@@ -110,6 +110,12 @@ class MemoryObject {
   // (detach, BO_FREE, context destroy), and stays charged until the VMM drops its resource.
   void set_charge(Charge c) { charge_ = std::make_shared<Charge>(std::move(c)); }
   std::shared_ptr<const void> charge_share() const { return charge_; }
+  // An import of memory another context of ours made holds that context's charge for it (its
+  // charge_share()): the import keeps the memory alive, so the exporter's quota keeps counting
+  // it after the exporter and the VMM let go of it, until this object dies too.
+  void hold_exporter_charge(std::shared_ptr<const void> c) {
+    if (!exporter_charge_) exporter_charge_ = std::move(c);
+  }
   void set_bo_flags(uint32_t flags) { bo_flags_ = flags; }
   uint32_t bo_flags() const { return bo_flags_; }
 
@@ -127,6 +133,7 @@ class MemoryObject {
   std::vector<Mapping> kept_mappings_;
   std::shared_ptr<Mapping> cpu_map_;  // shared with host_mapping()'s holders
   std::shared_ptr<Charge> charge_;
+  std::shared_ptr<const void> exporter_charge_;
   uint64_t blob_id_ = 0;
   std::shared_ptr<ObjectRegistry> registry_;
   mutable std::mutex guest_mu_;  // orders write_guest() against revoke()

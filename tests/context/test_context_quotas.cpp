@@ -387,3 +387,46 @@ TEST_CASE("submit size and IB count limits", "[context][quota]") {
   CHECK(h.capset().max_submit_bytes == 64);
   CHECK(h.capset().max_ibs_per_submit == 2);
 }
+
+TEST_CASE("memory another context imported stays charged to its maker until the import goes",
+          "[context][quota]") {
+  // The import itself charges no bytes (the maker's object holds the memory). Without the
+  // maker's charge, a guest could free and unref a blob that another of its contexts still maps,
+  // and make more, outside every quota: memory bounded by nothing but the importer's VA room.
+  constexpr uint64_t kSize = 1ull << 20;
+  Config c = test_config();
+  c.limits.max_gtt_bytes = kSize;
+  ContextHarness a(c, false, 1), b(test_config(), false, 2);
+  a.create_shmem();
+  b.create_shmem();
+  const uint64_t va = b.capset().va_start;
+  for (int round = 0; round < 10; ++round) {
+    INFO("round " << round);
+    int32_t r;
+    const uint64_t blob_id = 1000 + static_cast<uint64_t>(round);
+    const uint32_t bo = a.bo_create(kSize, RVGL_DOMAIN_GTT, 0, blob_id, &r);
+    REQUIRE(r == 0);
+    const uint32_t res = a.next_res_id();
+    BlobExport vmm;
+    REQUIRE(a.create_blob(res, RVGL_BLOB_MEM_HOST3D, RVGL_BLOB_FLAG_USE_SHAREABLE, blob_id, kSize,
+                          &vmm) == 0);
+    // b imports the VMM's resource (the router's ctx_attach_resource) and maps it.
+    REQUIRE(b.ctx().attach_foreign(res, UniqueFd(fcntl(vmm.fd.get(), F_DUPFD_CLOEXEC, 0)), kSize,
+                                   vmm.charge) == 0);
+    REQUIRE(b.va_map(0, res, 0, va, kSize) == 0);
+    // a lets go of it and the VMM unrefs the resource; b still maps the memory.
+    REQUIRE(a.bo_free(bo) == 0);
+    a.ctx().detach_resource(res);
+    vmm = BlobExport();
+    b.ctx().detach_resource(res);
+    CHECK(a.ctx().stats().usage.gtt_bytes == kSize);
+    a.bo_create(4096, RVGL_DOMAIN_GTT, 0, 0, &r);
+    CHECK(r == -ENOSPC);
+    CHECK(b.ctx().stats().usage.gtt_bytes == 0);  // charged once, to its maker
+    // b's mapping was the last hold on the memory: unmapped, the charge goes.
+    REQUIRE(b.va_unmap(va, kSize) == 0);
+    CHECK(a.ctx().stats().usage.gtt_bytes == 0);
+    CHECK(a.ctx().stats().usage.objects == 0);
+    CHECK(b.ctx().stats().usage.objects == 0);
+  }
+}

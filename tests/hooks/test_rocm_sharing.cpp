@@ -211,3 +211,44 @@ TEST_CASE(
     CHECK(st.state == RVGL_QUEUE_STATE_OK);
   }
 }
+
+TEST_CASE("a blob another context imported stays charged to its maker until the import goes",
+          "[hooks][sharing][quota]") {
+  // The router hands the maker's charge to the importing context: freed and unref'd by its
+  // maker, memory another context still maps must count against the maker's quota.
+  ScopedEnv gtt("RVGL_MAX_GTT_MB", "1");
+  Renderer r(venus_and_rocm());
+  REQUIRE(r.result() == 0);
+  RocmGuest a(1, 100), b(2, 200);
+  a.start();
+  b.start();
+  auto gtt_used = [&] {
+    rvgl_req_query_info q{};
+    q.query = RVGL_INFO_USAGE;
+    const auto u = a.call<rvgl_rsp_query_info>(RVGL_CMD_QUERY_INFO, q);
+    REQUIRE(u.hdr.result == 0);
+    return u.data.usage.gtt_bytes;
+  };
+  constexpr uint64_t kMiB = 1ull << 20;
+  for (int round = 0; round < 5; ++round) {
+    INFO("round " << round);
+    auto [bo, res] = a.bo_blob(kMiB, RVGL_DOMAIN_GTT);
+    virgl_renderer_ctx_attach_resource(2, static_cast<int>(res));
+    const uint64_t va = b.caps().va_start;
+    REQUIRE(b.va_map(0, res, va, kMiB) == 0);
+    rvgl_req_bo_free f{};
+    f.bo = bo;
+    REQUIRE(a.call<rvgl_rsp_bo_free>(RVGL_CMD_BO_FREE, f).hdr.result == 0);
+    virgl_renderer_resource_unref(res);
+    CHECK(gtt_used() == kMiB);
+    rvgl_req_bo_create more{};
+    more.size = 4096;
+    more.domain = RVGL_DOMAIN_GTT;
+    CHECK(a.call<rvgl_rsp_bo_create>(RVGL_CMD_BO_CREATE, more).hdr.result == -ENOSPC);
+    rvgl_req_va_unmap u{};
+    u.va = va;
+    u.size = kMiB;
+    REQUIRE(b.call<rvgl_rsp_va_unmap>(RVGL_CMD_VA_UNMAP, u).hdr.result == 0);
+    CHECK(gtt_used() == 0);
+  }
+}
