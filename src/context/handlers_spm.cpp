@@ -134,9 +134,8 @@ int32_t ComputeContext::cmd_spm_set_dest(const Request &req, Response &) {
       dst.slices = std::max<uint32_t>(1, facts_.capset.num_xcc);
     } else {
       int err = -EINVAL;
-      dst.host = dst.object->host_range(q.offset, q.size, &err);
+      dst.host = dst.object->host_range(q.offset, q.size, &dst.host_mapping, &err);
       if (!dst.host) return err;
-      dst.host_mapping = dst.object->host_mapping();
     }
   }
   const uint32_t timeout = std::min(q.timeout_ms, kMaxSpmTimeoutMs);

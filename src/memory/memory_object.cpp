@@ -49,7 +49,6 @@ std::shared_ptr<MemoryObject> MemoryObject::adopt_one(const std::shared_ptr<Amdg
 
 MemoryObject::~MemoryObject() {
   // Handles first: a userptr handle must not outlive the host mapping it points into.
-  cpu_map_.reset();
   if (!kernel_released_) release_handles();
   kept_mappings_.clear();
 }
@@ -72,7 +71,6 @@ void MemoryObject::revoke() {
   }
   // Nothing of ours names the pages any more: the kernel objects go now, not when the last
   // reference (perhaps an SPM worker's) dies.
-  cpu_map_.reset();
   release_handles();
   for (Segment &s : segments_) {
     s.handle = 0;
@@ -118,7 +116,8 @@ int MemoryObject::write_guest(uint64_t offset, const void *src, uint64_t len) {
   return len == 0 ? 0 : -EINVAL;
 }
 
-uint8_t *MemoryObject::host_range(uint64_t offset, uint64_t size, int *err) {
+uint8_t *MemoryObject::host_range(uint64_t offset, uint64_t size,
+                                  std::shared_ptr<const void> *mapping, int *err) {
   uint64_t seg_start = 0;
   for (const auto &s : segments_) {
     if (offset >= seg_start && offset - seg_start < s.size) {
@@ -126,7 +125,8 @@ uint8_t *MemoryObject::host_range(uint64_t offset, uint64_t size, int *err) {
       const uint64_t in_seg = offset - seg_start;
       if (s.host) return static_cast<uint8_t *>(s.host) + in_seg;
       if (kind_ != Kind::kBo || segments_.size() != 1) break;
-      if (!cpu_map_) {
+      std::shared_ptr<Mapping> map = cpu_map_.lock();
+      if (!map) {
         uint64_t fake_offset;
         if ((*err = dev_->gem_mmap_offset(s.handle, &fake_offset))) return nullptr;
         Mapping m = Mapping::map_shared(dev_->fd(), s.size, PROT_READ | PROT_WRITE,
@@ -135,9 +135,17 @@ uint8_t *MemoryObject::host_range(uint64_t offset, uint64_t size, int *err) {
           *err = -errno;
           return nullptr;
         }
-        cpu_map_ = std::make_shared<Mapping>(std::move(m));
+        try {
+          map = std::make_shared<Mapping>(std::move(m));
+        } catch (const std::bad_alloc &) {
+          *err = -ENOMEM;  // m unmaps on the way out
+          return nullptr;
+        }
+        cpu_map_ = map;
       }
-      return cpu_map_->as<uint8_t>() + in_seg;
+      uint8_t *p = map->as<uint8_t>() + in_seg;
+      *mapping = std::move(map);
+      return p;
     }
     seg_start += s.size;
   }

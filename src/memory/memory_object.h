@@ -64,13 +64,14 @@ class MemoryObject {
                       const std::function<void(uint32_t, uint64_t, uint64_t, uint64_t)> &fn) const;
 
   // The host address of [offset, offset + size) when it is contiguous in host VA: BOs through a
-  // CPU mapping of the device fd (made on first use, kept), userptr objects through the pages
-  // they were registered on. nullptr when the range spans segments or the object cannot be
-  // mapped (-errno in *err).
-  uint8_t *host_range(uint64_t offset, uint64_t size, int *err);
-  // What keeps host_range()'s CPU mapping of a BO in place, without the object (null when the
-  // range is not in such a mapping): for a kernel that may write there after the object is gone.
-  std::shared_ptr<const void> host_mapping() const { return cpu_map_; }
+  // CPU mapping of the device fd, userptr objects through the pages they were registered on.
+  // nullptr when the range spans segments or the object cannot be mapped (-errno in *err).
+  // A BO's mapping lives only while someone holds *mapping (null for userptr ranges), which keeps
+  // it in place without the object, for a kernel that may write there after the object is gone;
+  // holders of one object share one mapping. The object keeps none itself: a guest naming many
+  // objects once must not leave the VMM process a mapping (a VMA of vm.max_map_count) for each.
+  uint8_t *host_range(uint64_t offset, uint64_t size, std::shared_ptr<const void> *mapping,
+                      int *err);
 
   // Host writes into guest-owned pages (userptr), e.g. SPM samples: copied through
   // process_vm_writev so an unmapped page is -EFAULT, never a crash. -ENOENT once revoked; waits
@@ -131,7 +132,7 @@ class MemoryObject {
   bool read_only_;
   uint32_t bo_flags_ = 0;
   std::vector<Mapping> kept_mappings_;
-  std::shared_ptr<Mapping> cpu_map_;  // shared with host_mapping()'s holders
+  std::weak_ptr<Mapping> cpu_map_;  // host_range()'s holders own it
   std::shared_ptr<Charge> charge_;
   std::shared_ptr<const void> exporter_charge_;
   uint64_t blob_id_ = 0;

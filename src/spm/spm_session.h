@@ -40,7 +40,8 @@ class SpmSession {
     std::shared_ptr<Mapping> bounce;
     uint64_t guest_offset = 0;
     uint32_t slices = 1;
-    // BO destinations: the CPU mapping `host` lies in (MemoryObject::host_mapping).
+    // BO destinations: the CPU mapping `host` lies in (MemoryObject::host_range), held only by
+    // the destination (and kept memory, spm_session.cpp) while the kernel may write there.
     std::shared_ptr<const void> host_mapping;
   };
   // A host-owned buffer of `size` bytes for a userptr destination (pages are touched only as the

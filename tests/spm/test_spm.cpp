@@ -3,7 +3,9 @@
 
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
+#include <vector>
 
 #include "robustness/robust_support.h"
 #include "spm/spm_reaper.h"
@@ -270,4 +272,51 @@ TEST_CASE("SPM: a destination unreferenced while streaming stays valid until ret
   bad.size = 64;
   bad.bo = 999;
   CHECK(h.call<rvgl_rsp_spm_set_dest>(RVGL_CMD_SPM_SET_DEST, bad).hdr.result == -ENOENT);
+}
+
+namespace {
+
+// The VMM process's mappings of emulated kernel objects (memfds named rvgl-bo), as listed in
+// /proc/self/maps: each one is a VMA of vm.max_map_count, which the whole process shares.
+size_t bo_mappings() {
+  FILE *maps = std::fopen("/proc/self/maps", "re");
+  REQUIRE(maps);
+  size_t n = 0;
+  char line[4096];
+  while (std::fgets(line, sizeof line, maps))
+    if (std::strstr(line, "rvgl-bo")) ++n;
+  std::fclose(maps);
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("SPM: destinations leave no host mapping behind once retired", "[spm]") {
+  // A guest that names many BOs once each must not leave the VMM process a mapping for every
+  // one: the host kept a BO's CPU mapping for the object's life, and contexts taking turns on
+  // the SPM could use up the process's map count.
+  ContextHarness h(test_config(), false, 1);
+  h.create_shmem();
+  REQUIRE(has_spm(h));
+  constexpr int kBos = 64;
+  std::vector<uint32_t> bos;
+  for (int i = 0; i < kBos; ++i) {
+    int32_t r;
+    bos.push_back(h.bo_create(4096, RVGL_DOMAIN_GTT, 0, 0, &r));
+    REQUIRE(r == 0);
+  }
+  REQUIRE(acquire(h) == 0);  // an earlier test's released sessions finished first
+  const size_t before = bo_mappings();
+  for (const uint32_t bo : bos) {
+    rvgl_rsp_spm_set_dest rsp;
+    REQUIRE(wait_rsp(h, set_dest(h, bo, 0, 4096, 0), &rsp));
+    REQUIRE(rsp.hdr.result == 0);
+    CHECK(bo_mappings() <= before + 1);  // the current destination's only
+  }
+  rvgl_rsp_spm_set_dest rsp;
+  REQUIRE(wait_rsp(h, set_dest(h, 0, 0, 0, 0), &rsp));  // stops the stream
+  REQUIRE(rsp.hdr.result == 0);
+  CHECK(bo_mappings() == before);
+  REQUIRE(release(h) == 0);
+  SpmReaper::instance().drain();
 }
