@@ -56,20 +56,23 @@ int Router::resource_create_blob(const virgl_renderer_resource_create_blob_args 
   ba.blob_id = args->blob_id;
   ba.size = args->size;
   if (guest_storage) ba.iov = {args->iovecs, args->num_iovs};
-  BlobExport exp;
-  if (int err = c->create_blob(ba, &exp)) return err;
-
+  // The table's entry is made first: once the context has made the blob, filing it allocates
+  // nothing. Refused later, the blob would have to be unmade, and a detach does not unmake what
+  // the context's making took (its shared page, a claimed blob id off the parked list).
+  std::map<uint32_t, RocmResource> spare;
   try {
-    std::lock_guard lk(mu_);
-    auto [it, added] = resources_.emplace(
-        args->res_handle, RocmResource(args->ctx_id, args->blob_mem, args->size, std::move(exp)));
-    if (guest_storage) it->second.set_vmm_iov(args->iovecs, static_cast<int>(args->num_iovs));
+    spare.emplace(args->res_handle,
+                  RocmResource(args->ctx_id, args->blob_mem, args->size, BlobExport()));
   } catch (const std::bad_alloc &) {
-    // The VMM hears of a failure and takes its pages back without an unref: the context lets
-    // go of them now (every use revoked), as an unref would.
-    c->detach_resource(args->res_handle);
     return -ENOMEM;
   }
+  auto node = spare.extract(spare.begin());
+  BlobExport exp;
+  if (int err = c->create_blob(ba, &exp)) return err;
+  node.mapped() = RocmResource(args->ctx_id, args->blob_mem, args->size, std::move(exp));
+  if (guest_storage) node.mapped().set_vmm_iov(args->iovecs, static_cast<int>(args->num_iovs));
+  std::lock_guard lk(mu_);
+  resources_.insert(std::move(node));  // the id is free: checked above, and VMM calls are serial
   return 0;
 }
 
