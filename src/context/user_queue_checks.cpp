@@ -52,6 +52,11 @@ int check_user_queue(const UserQueueChecks &c, const rvgl_req_queue_create &q,
   if (int r = in_one_mapping(c.va, q.rptr_va, RVGL_USERQ_PTR_SPAN, true)) return r;
   if (int r = in_one_mapping(c.va, q.wptr_va, RVGL_USERQ_PTR_SPAN, false, &wptr_map)) return r;
   if (!wptr_map->object || wptr_map->object->size() > RVGL_USERQ_WPTR_OBJECT_MAX) return -EINVAL;
+  // The queue holds the wptr object bound into GART, with a reference of its own, for its whole
+  // life (mes_userq_map_gtt_bo_to_gart(): amdgpu_ttm_alloc_gart() and amdgpu_bo_ref()): nothing a
+  // detach or unref does reaches that binding, so the firmware would go on reading guest pages
+  // the VMM took back. Guest memory is never the wptr.
+  if (wptr_map->object->kind() == MemoryObject::Kind::kUserptr) return -EINVAL;
   if (int r = in_one_mapping(c.va, q.eop_va, std::max<uint32_t>(area_size, 4), true)) return r;
 
   // amdgpu_userq_get_doorbell_index(): a DOORBELL object, 8-byte doorbells inside it.

@@ -11,6 +11,7 @@
 
 #include "../tools/common/amd_packets.h"
 #include "support/context_harness.h"
+#include "support/guest_ram.h"
 
 using namespace rvgl;
 using namespace rvgl::test;
@@ -260,6 +261,19 @@ TEST_CASE("QUEUE_CREATE refuses every user-queue field PROTOCOL.md rules out", "
   CHECK(with([&](Q &q) { q.wptr_va += 4; }) == -EINVAL);
   CHECK(with([&](Q &q) { q.wptr_va += 8; }) == -EINVAL);
   CHECK(with([&](Q &q) { q.wptr_va = g.data_va(); }) == -EINVAL);  // a 64 KiB object
+  {
+    // Guest memory (a userptr blob) is never the wptr: the queue keeps it bound for the firmware
+    // for its whole life, which no detach of the guest's pages could end.
+    GuestPages page(4096);
+    int err;
+    const uint32_t res = userptr_blob(g.h, page, &err);
+    REQUIRE(err == 0);
+    const uint64_t va = g.data_va() + 1024 * 1024;
+    REQUIRE(g.h.va_map(0, res, 0, va, 4096, RVGL_VA_FLAG_READ) == 0);
+    CHECK(with([&](Q &q) { q.wptr_va = va; }) == -EINVAL);
+    REQUIRE(g.h.va_unmap(va, 4096) == 0);
+    g.h.ctx().detach_resource(res);
+  }
   // EOP: capset.userq_eop_alignment, capset.userq_eop_size bytes inside one writable mapping.
   CHECK(with([&](Q &q) { q.eop_va += 4; }) == -EINVAL);
   CHECK(with([&](Q &q) { q.eop_va += 4096 - 1024; }) == -EINVAL);  // 0x700 bytes past
