@@ -90,7 +90,7 @@ void QueueHealth::refused(uint32_t handle) {
     std::lock_guard lk(mu_);
     auto it = queues_.find(handle);
     if (it == queues_.end()) return;
-    it->second.dirty = true;
+    mark_locked(it->second);
     it->second.refused = true;
     due_ns_ = monotonic_ns();
     publish_deadline_locked();
@@ -111,10 +111,12 @@ bool QueueHealth::completed(uint32_t handle, const KernelQueue &queue, uint64_t 
   auto it = queues_.find(handle);
   // Destroyed (its handle maybe already a new queue's): never looked at again.
   if (it == queues_.end() || it->second.queue.get() != &queue) return false;
-  it->second.dirty = true;
+  mark_locked(it->second);
   if (point > it->second.reached) it->second.reached = point;
   if (point > it->second.signalled) it->second.signalled = point;
   HealthPacer::process().note_busy(now, &it->second.busy_window);
+  // Held: looked at once the waiting check has run, which files its check then.
+  if (it->second.held) return false;
   return check_due_locked(now, true);
 }
 
@@ -161,7 +163,7 @@ void QueueHealth::reset_elsewhere() {
     bool marked = false;
     for (auto &[h, t] : queues_) {
       if (t.queue->status().lost) continue;
-      t.dirty = true;
+      mark_locked(t);
       marked = true;
     }
     if (!marked) return;  // nothing to look at: no check, and the notice is not kept
@@ -327,7 +329,33 @@ ResetProbe::Answer QueueHealth::read_ctx_states(std::vector<Seen> &seen, bool no
 }
 
 bool QueueHealth::look_due_locked(int64_t now) const {
-  return (reset_expect_at_ && now >= reset_expect_at_) || (quiet_look_at_ && now >= quiet_look_at_);
+  // A reset notice whose queues went before their check (QUEUE_DESTROY) still has the probe
+  // asked: until it is, reset_told_ would make the next reset it reports no news.
+  return reset_told_ || (reset_expect_at_ && now >= reset_expect_at_) ||
+         (quiet_look_at_ && now >= quiet_look_at_);
+}
+
+void QueueHealth::mark_locked(Tracked &t) {
+  if (waiting_signal_ && !t.dirty)
+    t.held = true;
+  else
+    t.dirty = true;
+}
+
+void QueueHealth::release_held_locked(int64_t now) {
+  if (waiting_signal_) return;
+  bool any = false;
+  for (auto &[h, t] : queues_) {
+    if (!t.held) continue;
+    t.held = false;
+    t.dirty = true;
+    any = true;
+  }
+  // Checks run on the engine thread, which takes the deadline into its sleep after this call.
+  if (any && check_due_locked(now, true)) {
+    due_ns_ = now;
+    publish_deadline_locked();
+  }
 }
 
 void QueueHealth::expect_reset_locked(int64_t now, ResetProbe::Answer answer, bool hang,
@@ -401,11 +429,13 @@ void QueueHealth::check(int64_t now) {
   // sees the count may take the next step with no check under way.
   struct Count {
     QueueHealth &h;
+    int64_t now;
     ~Count() {
       std::lock_guard lk(h.mu_);
       ++h.checks_;
+      h.release_held_locked(now);
     }
-  } count{*this};
+  } count{*this, now};
   std::lock_guard running(check_mu_);  // the whole check, published states included
   bool follow_up = false;              // a hang's follow-up look is due
   bool look = false;              // that, or a quiet look: the probe is asked whatever is marked
@@ -812,7 +842,8 @@ bool QueueHealth::settled() const {
   std::unique_lock no_check(check_mu_, std::try_to_lock);
   if (!no_check.owns_lock()) return false;
   std::lock_guard lk(mu_);
-  return std::none_of(queues_.begin(), queues_.end(), [](const auto &q) { return q.second.dirty; });
+  return std::none_of(queues_.begin(), queues_.end(),
+                      [](const auto &q) { return q.second.dirty || q.second.held; });
 }
 
 }  // namespace rvgl

@@ -173,6 +173,9 @@ class QueueHealth final : public CompletionEngine::Watch, public ResetListener {
     uint64_t verified_to = 0;
     // Since when the kernel has not answered for this queue (unread below), 0 while it does.
     int64_t unread_since = 0;
+    // Marked while a check waited for a kernel signal (waiting_signal_) and not part of it: made
+    // dirty once that check has run (release_held_locked()), never joined to it.
+    bool held = false;
   };
   struct TrackedUser {
     std::shared_ptr<UserQueue> queue;
@@ -261,6 +264,11 @@ class QueueHealth final : public CompletionEngine::Watch, public ResetListener {
   // completions marked since the look took its queues (takes mu_): the fault cache may hold that
   // work's fault.
   bool busy_outside(const std::vector<Seen> &seen) const;
+  // Marks `t` for a check: dirty, or held while a check waits for a signal without it.
+  void mark_locked(Tracked &t);
+  // After a check: once none waits for a signal, the held queues are marked, and their check
+  // filed.
+  void release_held_locked(int64_t now);
   // Marks what `seen` and `users` took again, for a check one interval later.
   void postpone(const std::vector<Seen> &seen,
                 const std::vector<std::pair<uint32_t, std::shared_ptr<UserQueue>>> &users,
@@ -305,7 +313,8 @@ class QueueHealth final : public CompletionEngine::Watch, public ResetListener {
   // A check was postponed for a kernel signal (postpone()) and has not run since. A completion
   // marked now would join it and, with two queues in one look, a fault that did not fail its
   // job would be blamed on neither: the engine runs the waiting check first (completed()), and
-  // completed_later() leaves the completion to the engine.
+  // completed_later() leaves the completion to the engine. A queue that check did not take and
+  // that is marked while it still waits (it was postponed again) is held (Tracked::held).
   bool waiting_signal_ = false;
 
   // Engine thread only (checks never run concurrently: they run on that thread).

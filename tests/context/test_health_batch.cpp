@@ -709,6 +709,77 @@ TEST_CASE("a check waiting for a kernel signal runs before another queue's compl
   CHECK(b->status().flags == 0);
 }
 
+TEST_CASE("a completion while a check still waits for a kernel signal does not join it",
+          "[health]") {
+  // As above, but b completes again while a's point is still not signalled: the waiting check,
+  // run first, is postponed once more. Marked then, b would join it, and the look, with two
+  // queues, would blame a's fault on neither (QUEUE_NONE); b is held until a's check has run.
+  Rig r;
+  QueueHealth &h = r.health;
+  auto b = r.queue();
+  const uint64_t b_last = run_jobs(r, *b, 2);
+  h.add(2, b);
+  test::ScopedKnob mode{"RVGL_EMU_VM_FAULT_STOP", "0"};
+  test::HeldInterrupts irq;
+  REQUIRE(mode.ok());
+  REQUIRE(irq.ok());
+  auto a = r.queue();
+  h.add(1, a);
+  uint64_t seq_a = 0;
+  REQUIRE(a->submit({&r.fault_ib, 1}, {}, 0, &seq_a) == 0);
+  REQUIRE(test::wait_for([&] { return a->finished(seq_a); }, 10000));
+
+  const int64_t t0 = monotonic_ns();
+  complete(h, 2, b, b_last - 1, t0);
+  REQUIRE(h.completed_later(1, *a, seq_a, t0 + 1, {.ran_to_end = true}));
+  h.tick(t0 + 1'000'000'000);  // a's check: postponed, the kernel has not signalled a's point
+  const uint64_t checks = h.checks();
+  complete(h, 2, b, b_last, t0 + 1'000'000'001);  // a's check again first: postponed again
+  REQUIRE(h.checks() == checks + 1);
+  CHECK_FALSE(h.settled());  // b's completion is not forgotten
+
+  REQUIRE(irq.release());
+  test::wait_signalled(*a, seq_a);
+  h.tick(t0 + 2'000'000'000);  // a's check, alone
+  CHECK(a->status().flags == RVGL_QUEUE_FLAG_VM_FAULT);
+  CHECK_FALSE(a->status().lost);
+  CHECK(h.deadline_ns() != 0);  // b's check, filed once a's had run
+  h.tick(t0 + 3'000'000'000);
+  CHECK(b->status().flags == 0);
+  CHECK(h.settled());
+}
+
+TEST_CASE("a reset notice whose queues went before their check does not silence the next reset",
+          "[health]") {
+  // quiet is told of a reset, and its queue is destroyed before the check the notice filed.
+  // Until its probe is asked, quiet takes any reset the probe reports for the one it was told
+  // of; a later reset quiet hears of first must still be told to busy. quiet's clock runs far
+  // ahead, so that its quiet look (kQuietLookNs after its first check) does not ask the probe
+  // before the check the notice filed.
+  Rig quiet, busy;
+  auto q = busy.queue_with_jobs(busy.nop_ib);
+  busy.health.add(1, q);
+  int64_t t = monotonic_ns() + 100'000'000'000;
+  checked_queue(quiet, 1, t);
+  reset_now(busy);
+  complete(busy.health, 1, q, 1, monotonic_ns() + 1'000'000'000);  // busy tells quiet
+  REQUIRE(busy.health.deadline_ns() == 0);
+  const int64_t due = quiet.health.deadline_ns();
+  REQUIRE(due != 0);
+  REQUIRE(due < t + QueueHealth::kQuietLookNs);
+  quiet.health.remove(1);
+  quiet.health.tick(due);  // no queue to look at: the probe is asked all the same
+  CHECK(quiet.health.deadline_ns() == 0);
+
+  auto fresh = quiet.queue_with_jobs(quiet.nop_ib);
+  quiet.health.add(2, fresh);
+  reset_now(busy);  // a second reset, which busy has not looked for
+  t += 1'000'000'000;
+  complete(quiet.health, 2, fresh, 1, t);
+  CHECK(fresh->status().flags == RVGL_QUEUE_FLAG_INNOCENT);
+  CHECK(busy.health.deadline_ns() != 0);  // told
+}
+
 TEST_CASE("a fault no queue can own is posted once, for no queue", "[health]") {
   // With vm_fault_stop=0 (the kernel's default) a faulting job completes; when two queues
   // completed work since the last look, nobody can tell whose access it was. One VM_FAULT for
