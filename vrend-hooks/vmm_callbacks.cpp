@@ -46,8 +46,10 @@ const virgl_renderer_callbacks *VmmCallbacks::for_real_library(WriteFenceFn writ
                                                                bool drop_egl_display) {
   if (!have_copy_) return nullptr;
   // A VMM without write_fence keeps it null: the real library then behaves as it would for it.
-  if (write_fence_) copy_.write_fence = write_fence;
-  if (drop_egl_display && version_ >= 4) copy_.get_egl_display = nullptr;
+  // Written only when it changes: on a repeated init the running real library may be reading
+  // this copy on its own thread (its write_fence with ASYNC_FENCE_CB).
+  if (write_fence_ && copy_.write_fence != write_fence) copy_.write_fence = write_fence;
+  if (drop_egl_display && version_ >= 4 && copy_.get_egl_display) copy_.get_egl_display = nullptr;
   return &copy_;
 }
 
