@@ -35,7 +35,10 @@ bool CaptureBudget::take(uint64_t n) {
 std::unique_ptr<CaptureWriter> CaptureWriter::open(const std::string &dir, uint32_t ctx_id,
                                                    uint32_t capset_id,
                                                    std::shared_ptr<CaptureBudget> budget) {
-  if (!budget || !budget->take(sizeof(capture::FileHeader))) return nullptr;
+  // A file costs the disk a block and an inode however little it holds: charged that much, so
+  // contexts created and destroyed in a loop cannot make files without bound while the bytes
+  // written stay small. The header and a last FULL record fit in it.
+  if (!budget || !budget->take(kFileCharge)) return nullptr;
   std::unique_ptr<CaptureWriter> w(new CaptureWriter());
   w->budget_ = std::move(budget);
   // Guests' kernels hand out context ids lowest-free, so a VMM reuses an id as soon as a guest

@@ -38,6 +38,8 @@ class CaptureWriter {
   // is then off for this context).
   // DIR/rvgl-capture-<pid>-ctx<ctx_id>.bin, or, when that exists (the id was used before),
   // DIR/rvgl-capture-<pid>-ctx<ctx_id>-<n>.bin; never an existing file.
+  // What a file takes from the budget when it is made, whatever it holds.
+  static constexpr uint64_t kFileCharge = 4096;
   static std::unique_ptr<CaptureWriter> open(const std::string &dir, uint32_t ctx_id,
                                              uint32_t capset_id,
                                              std::shared_ptr<CaptureBudget> budget);

@@ -168,13 +168,13 @@ TEST_CASE("capture files stop at the process's budget, with a FULL record", "[co
   CaptureDir dir("rvgl-capture-budget");
   constexpr uint64_t kHeader = sizeof(capture::FileHeader), kRecord = sizeof(capture::RecordHeader);
   const auto padded = [](uint64_t n) { return (n + 7) / 8 * 8; };
-  // Room for the file header and one NOP submit (its SUBM, RESP and DONE), and less than a header
-  // more.
+  // Room for a file and one NOP submit (its SUBM, RESP and DONE), and less than a record more.
+  constexpr uint64_t kFile = CaptureWriter::kFileCharge;
   const uint64_t one_nop =
       3 * kRecord + padded(sizeof(rvgl_req_nop)) + padded(sizeof(rvgl_rsp_nop));
   Config c = test_config();
   c.capture_dir = dir.path();
-  c.capture_budget = std::make_shared<CaptureBudget>(kHeader + one_nop + kHeader / 2);
+  c.capture_budget = std::make_shared<CaptureBudget>(kFile + one_nop + kRecord / 2);
   {
     ContextHarness h(c);
     h.create_shmem();
@@ -182,11 +182,11 @@ TEST_CASE("capture files stop at the process's budget, with a FULL record", "[co
     rvgl_req_nop nop{};
     for (int i = 0; i < 3; ++i)
       REQUIRE(h.call<rvgl_rsp_nop>(RVGL_CMD_NOP, nop).hdr.result == 0);  // the guest sees no change
-    // A second context of the process finds the budget without room for its header: no file.
+    // A second context of the process finds the budget without room for a file: none.
     ContextHarness other(c, false, 2);
     CHECK(other.ctx().capture_path().empty());
   }
-  CHECK(c.capture_budget->used() == kHeader + one_nop);
+  CHECK(c.capture_budget->used() == kFile + one_nop);
   REQUIRE(!dir.file.empty());
   FILE *f = std::fopen(dir.file.c_str(), "rb");
   REQUIRE(f);
@@ -204,4 +204,28 @@ TEST_CASE("capture files stop at the process's budget, with a FULL record", "[co
   struct stat st {};
   REQUIRE(stat(dir.file.c_str(), &st) == 0);
   CHECK(uint64_t(st.st_size) == kHeader + one_nop + kRecord);
+}
+
+TEST_CASE("contexts created and destroyed in a loop make no more capture files than the budget",
+          "[context][capture]") {
+  // Each file is charged a block whatever it holds: a guest churning contexts that write almost
+  // nothing must not fill the disk's inodes while the bytes stay far below the budget.
+  CaptureDir dir("rvgl-capture-churn");
+  constexpr uint64_t kFiles = 8;
+  Config c = test_config();
+  c.capture_dir = dir.path();
+  c.capture_budget = std::make_shared<CaptureBudget>(kFiles * CaptureWriter::kFileCharge);
+  uint64_t made = 0;
+  for (uint32_t ctx = 1; ctx <= 3 * kFiles; ++ctx) {
+    ContextHarness h(c, false, ctx);
+    made += !h.ctx().capture_path().empty();
+  }
+  CHECK(made == kFiles);
+  uint64_t files = 0;
+  if (DIR *d = opendir(dir.path().c_str())) {
+    while (const dirent *e = readdir(d))
+      files += e->d_name[0] != '.';
+    closedir(d);
+  }
+  CHECK(files == kFiles);
 }
