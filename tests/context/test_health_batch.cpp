@@ -229,6 +229,17 @@ std::pair<std::shared_ptr<KernelQueue>, std::shared_ptr<KernelQueue>> soft_recov
   return {a, b};
 }
 
+// Queue 1 of r's health owner, whose one job faults and has written its user fence while the
+// caller holds the kernel's interrupt (HeldInterrupts) with vm_fault_stop=0: the fault is not
+// recorded, nor the job's fence signalled, until the interrupt goes. *seq: the job.
+std::shared_ptr<KernelQueue> faulted_behind_held_interrupt(Rig &r, uint64_t *seq) {
+  auto a = r.queue();
+  r.health.add(1, a);
+  REQUIRE(a->submit({&r.fault_ib, 1}, {}, 0, seq) == 0);
+  REQUIRE(test::wait_for([&] { return a->finished(*seq); }, 10000));
+  return a;
+}
+
 // What QUEUE_STATE reports for a queue the check found lost.
 void check_lost(const KernelQueue &q, uint32_t flags, int error) {
   const KernelQueue::Status st = q.status();
@@ -681,11 +692,8 @@ TEST_CASE("a check waiting for a kernel signal runs before another queue's compl
   rvgl_emu_counters c{};
   rvgl_emu_get_counters(&c, sizeof(c));
   const uint64_t faults_before = c.vm_faults;
-  auto a = r.queue();
-  h.add(1, a);
   uint64_t seq_a = 0;
-  REQUIRE(a->submit({&r.fault_ib, 1}, {}, 0, &seq_a) == 0);
-  REQUIRE(test::wait_for([&] { return a->finished(seq_a); }, 10000));
+  auto a = faulted_behind_held_interrupt(r, &seq_a);
 
   const int64_t t0 = monotonic_ns();
   complete(h, 2, b, 1, t0);  // b's check: a look one interval ago
@@ -723,11 +731,8 @@ TEST_CASE("a completion while a check still waits for a kernel signal does not j
   test::HeldInterrupts irq;
   REQUIRE(mode.ok());
   REQUIRE(irq.ok());
-  auto a = r.queue();
-  h.add(1, a);
   uint64_t seq_a = 0;
-  REQUIRE(a->submit({&r.fault_ib, 1}, {}, 0, &seq_a) == 0);
-  REQUIRE(test::wait_for([&] { return a->finished(seq_a); }, 10000));
+  auto a = faulted_behind_held_interrupt(r, &seq_a);
 
   const int64_t t0 = monotonic_ns();
   complete(h, 2, b, b_last - 1, t0);
