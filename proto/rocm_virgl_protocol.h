@@ -406,7 +406,7 @@ struct rvgl_req_queue_create {
   /* RVGL_QUEUE_KIND_USER only (zero for kernel queues); the user-queue contract is PROTOCOL.md
    * section 6, QUEUE_CREATE. Each range lies inside one VA_MAP mapping. */
   uint64_t queue_va;        /* RVGL_USERQ_RING_ALIGNMENT aligned */
-  uint64_t queue_size;      /* bytes, power of two, >= RVGL_USERQ_MIN_RING_SIZE */
+  uint64_t queue_size;      /* bytes, power of two, RVGL_USERQ_MIN/MAX_RING_SIZE */
   uint64_t rptr_va;         /* 8-byte aligned, RVGL_USERQ_PTR_SPAN bytes mapped from it */
   uint64_t wptr_va;         /* 8-byte aligned, start of a mapping of an object <= 4096 bytes */
   uint64_t eop_va;          /* compute: EOP buffer; SDMA: context save area (see capset) */
@@ -417,6 +417,8 @@ struct rvgl_req_queue_create {
 /* User queues (PROTOCOL.md, QUEUE_CREATE). */
 #define RVGL_USERQ_RING_ALIGNMENT 256u   /* queue_va: the ring base register drops bits 0-7 */
 #define RVGL_USERQ_MIN_RING_SIZE 4096u   /* queue_size: one GPU page at least */
+/* queue_size at most: the kernel keeps it in a u32 (amdgpu.h, struct amdgpu_mqd_prop) */
+#define RVGL_USERQ_MAX_RING_SIZE 0x80000000ull
 #define RVGL_USERQ_PTR_SPAN 4096u        /* bytes from rptr_va / wptr_va that must be mapped */
 #define RVGL_USERQ_WPTR_OBJECT_MAX 4096u /* the object behind wptr_va: at most one page */
 #define RVGL_USERQ_DOORBELL_SIZE 8u      /* bytes per doorbell; doorbell_offset counts these */

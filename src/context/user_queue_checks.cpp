@@ -32,8 +32,10 @@ int check_user_queue(const UserQueueChecks &c, const rvgl_req_queue_create &q,
   const bool sdma = q.ip == RVGL_IP_SDMA;
   // amdgpu_userq_input_args_validate(): a power of two of at least one GPU page. The ring base
   // registers (CP_HQD_PQ_BASE, SDMA RB_BASE) hold the address >> 8.
+  // The kernel checks no upper bound, and keeps the size in a u32 (struct amdgpu_mqd_prop's
+  // queue_size, mes_userq_mqd_create()): 4 GiB would become a ring of size 0.
   if (!is_pow2(q.queue_size) || q.queue_size < RVGL_USERQ_MIN_RING_SIZE ||
-      !is_aligned(q.queue_va, RVGL_USERQ_RING_ALIGNMENT))
+      q.queue_size > RVGL_USERQ_MAX_RING_SIZE || !is_aligned(q.queue_va, RVGL_USERQ_RING_ALIGNMENT))
     return -EINVAL;
   if (!is_aligned(q.rptr_va, 8) || !is_aligned(q.wptr_va, 8) || q.eop_va == 0) return -EINVAL;
   // The EOP buffer (compute) or context save area (SDMA): mes_userq_mqd_create() validates the
@@ -55,8 +57,11 @@ int check_user_queue(const UserQueueChecks &c, const rvgl_req_queue_create &q,
   // The queue holds the wptr object bound into GART, with a reference of its own, for its whole
   // life (mes_userq_map_gtt_bo_to_gart(): amdgpu_ttm_alloc_gart() and amdgpu_bo_ref()): nothing a
   // detach or unref does reaches that binding, so the firmware would go on reading guest pages
-  // the VMM took back. Guest memory is never the wptr.
-  if (wptr_map->object->kind() == MemoryObject::Kind::kUserptr) return -EINVAL;
+  // the VMM took back. Guest memory is never the wptr, nor a DOORBELL object, which the kernel
+  // would try to move into GTT for it.
+  if (wptr_map->object->kind() == MemoryObject::Kind::kUserptr ||
+      wptr_map->object->domain() == RVGL_DOMAIN_DOORBELL)
+    return -EINVAL;
   if (int r = in_one_mapping(c.va, q.eop_va, std::max<uint32_t>(area_size, 4), true)) return r;
 
   // amdgpu_userq_get_doorbell_index(): a DOORBELL object, 8-byte doorbells inside it.

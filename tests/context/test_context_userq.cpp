@@ -273,6 +273,23 @@ TEST_CASE("QUEUE_CREATE refuses every user-queue field PROTOCOL.md rules out", "
     CHECK(with([&](Q &q) { q.wptr_va = va; }) == -EINVAL);
     REQUIRE(g.h.va_unmap(va, 4096) == 0);
     g.h.ctx().detach_resource(res);
+    // Nor a DOORBELL object, which the kernel would try to move into GTT for the firmware.
+    REQUIRE(g.h.va_map(g.bell.bo, 0, 0, va, 4096, RVGL_VA_FLAG_READ) == 0);
+    CHECK(with([&](Q &q) { q.wptr_va = va; }) == -EINVAL);
+    REQUIRE(g.h.va_unmap(va, 4096) == 0);
+  }
+  {
+    // At most 2 GiB: the kernel keeps the ring's size in 32 bits, and 4 GiB would be a ring of
+    // size 0 to the engine.
+    constexpr uint64_t kBig = 1ull << 32;
+    int32_t r;
+    const uint32_t big = g.h.bo_create(kBig, RVGL_DOMAIN_GTT, 0, 0, &r);
+    REQUIRE(r == 0);
+    const uint64_t va = g.va0 + kBig;
+    REQUIRE(g.h.va_map(big, 0, 0, va, kBig, RVGL_VA_FLAG_READ) == 0);
+    CHECK(with([&](Q &q) { q.queue_va = va, q.queue_size = kBig; }) == -EINVAL);
+    REQUIRE(g.h.va_unmap(va, kBig) == 0);
+    REQUIRE(g.h.bo_free(big) == 0);
   }
   // EOP: capset.userq_eop_alignment, capset.userq_eop_size bytes inside one writable mapping.
   CHECK(with([&](Q &q) { q.eop_va += 4; }) == -EINVAL);
