@@ -168,12 +168,7 @@ void QueueHealth::reset_elsewhere() {
     }
     if (!marked) return;  // nothing to look at: no check, and the notice is not kept
     reset_told_ = true;
-    // Files the next allowed check's deadline, or says one is allowed now.
-    const int64_t now = monotonic_ns();
-    if (check_due_locked(now, true)) {
-      due_ns_ = now;
-      publish_deadline_locked();
-    }
+    file_check_locked(monotonic_ns());
   }
   rearm_();  // the engine may be asleep without this deadline
 }
@@ -352,7 +347,11 @@ void QueueHealth::release_held_locked(int64_t now) {
     any = true;
   }
   // Checks run on the engine thread, which takes the deadline into its sleep after this call.
-  if (any && check_due_locked(now, true)) {
+  if (any) file_check_locked(now);
+}
+
+void QueueHealth::file_check_locked(int64_t now) {
+  if (check_due_locked(now, true)) {
     due_ns_ = now;
     publish_deadline_locked();
   }

@@ -264,6 +264,9 @@ class QueueHealth final : public CompletionEngine::Watch, public ResetListener {
   // completions marked since the look took its queues (takes mu_): the fault cache may hold that
   // work's fault.
   bool busy_outside(const std::vector<Seen> &seen) const;
+  // Files a check of what is marked: the next allowed check's deadline, or now when one is
+  // allowed now (for a caller that does not run it itself).
+  void file_check_locked(int64_t now);
   // Marks `t` for a check: dirty, or held while a check waits for a signal without it.
   void mark_locked(Tracked &t);
   // After a check: once none waits for a signal, the held queues are marked, and their check

@@ -31,6 +31,23 @@ rvgl_ib one_write_job(ContextHarness &h) {
   return ContextHarness::write_ib(ib, va0 + 1024 * 1024, dw);
 }
 
+// A GTT BO made under `blob_id` and claimed as a shareable HOST3D blob; vmm is what the VMM's
+// resource holds (its dma-buf and the charge).
+struct Claimed {
+  uint32_t bo, res;
+  BlobExport vmm;
+};
+Claimed shareable_claim(ContextHarness &h, uint64_t size, uint64_t blob_id) {
+  Claimed c;
+  int32_t r;
+  c.bo = h.bo_create(size, RVGL_DOMAIN_GTT, 0, blob_id, &r);
+  REQUIRE(r == 0);
+  c.res = h.next_res_id();
+  REQUIRE(h.create_blob(c.res, RVGL_BLOB_MEM_HOST3D, RVGL_BLOB_FLAG_USE_SHAREABLE, blob_id, size,
+                        &c.vmm) == 0);
+  return c;
+}
+
 }  // namespace
 
 TEST_CASE("object quota", "[context][quota]") {
@@ -105,13 +122,8 @@ TEST_CASE("a claimed blob stays charged while the VMM's resource holds it, detac
   for (int round = 0; round < 20; ++round) {
     INFO("round " << round);
     int32_t r;
-    const uint64_t blob_id = 1000 + static_cast<uint64_t>(round);
-    const uint32_t bo = h.bo_create(kSize, RVGL_DOMAIN_GTT, 0, blob_id, &r);
-    REQUIRE(r == 0);
-    const uint32_t res = h.next_res_id();
-    BlobExport vmm;  // what the VMM's resource keeps until it unrefs the resource
-    REQUIRE(h.create_blob(res, RVGL_BLOB_MEM_HOST3D, RVGL_BLOB_FLAG_USE_SHAREABLE, blob_id, kSize,
-                          &vmm) == 0);
+    // vmm: what the VMM's resource keeps until it unrefs the resource.
+    auto [bo, res, vmm] = shareable_claim(h, kSize, 1000 + static_cast<uint64_t>(round));
     // The guest lets go of every name it has for the memory; the VMM's dma-buf still holds it.
     REQUIRE(h.bo_free(bo) == 0);
     h.ctx().detach_resource(res);
@@ -403,13 +415,7 @@ TEST_CASE("memory another context imported stays charged to its maker until the 
   for (int round = 0; round < 10; ++round) {
     INFO("round " << round);
     int32_t r;
-    const uint64_t blob_id = 1000 + static_cast<uint64_t>(round);
-    const uint32_t bo = a.bo_create(kSize, RVGL_DOMAIN_GTT, 0, blob_id, &r);
-    REQUIRE(r == 0);
-    const uint32_t res = a.next_res_id();
-    BlobExport vmm;
-    REQUIRE(a.create_blob(res, RVGL_BLOB_MEM_HOST3D, RVGL_BLOB_FLAG_USE_SHAREABLE, blob_id, kSize,
-                          &vmm) == 0);
+    auto [bo, res, vmm] = shareable_claim(a, kSize, 1000 + static_cast<uint64_t>(round));
     // b imports the VMM's resource (the router's ctx_attach_resource) and maps it.
     REQUIRE(b.ctx().attach_foreign(res, UniqueFd(fcntl(vmm.fd.get(), F_DUPFD_CLOEXEC, 0)), kSize,
                                    vmm.charge) == 0);
