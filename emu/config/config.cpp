@@ -113,6 +113,7 @@ constexpr U64Knob kU64Knobs[] = {
     {"RVGL_EMU_IRQ_LATENCY_US", &Config::irq_latency_us, 1, 0, 10'000'000},
     {"RVGL_EMU_LOCKUP_TIMEOUT_MS", &Config::lockup_timeout_ms, 1, 1, 3'600'000},
     {"RVGL_EMU_USERQ_POLL_US", &Config::userq_poll_us, 1, 1, 1'000'000},
+    {"RVGL_EMU_VM_UPDATE_US", &Config::vm_update_us, 1, 0, 10'000'000},
     {"RVGL_EMU_SPM_RATE_HZ", &Config::spm_rate_hz, 1, 1, 10'000'000},
     {"RVGL_EMU_SPM_RING_KB", &Config::spm_ring_bytes, 1024, 1, 1u << 20},
     {"RVGL_EMU_COUNTERS_INTERVAL_MS", &Config::counters_interval_ms, 1, 0, 3'600'000},

@@ -33,6 +33,9 @@ struct Config {
   uint64_t irq_latency_us = 0;
   uint64_t lockup_timeout_ms = 2000;
   uint64_t userq_poll_us = 200;
+  // From a GEM_VA that removes a mapping (and the VM's jobs submitted before it) to its
+  // page-table update having run, as a user queue's engine sees it.
+  uint64_t vm_update_us = 0;
   uint64_t spm_rate_hz = 1000;
   uint64_t spm_ring_bytes = 4ull << 20;
   uint64_t counters_interval_ms = 0;

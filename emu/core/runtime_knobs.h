@@ -14,6 +14,7 @@ struct RuntimeKnobs {
   std::atomic<uint64_t> irq_latency_us{0};
   std::atomic<uint64_t> lockup_timeout_ms{2000};
   std::atomic<uint64_t> userq_poll_us{200};
+  std::atomic<uint64_t> vm_update_us{0};
   std::atomic<uint64_t> counters_interval_ms{0};
   std::atomic<uint64_t> trace{0};  // 1: failing ioctls to stderr, 2: every ioctl
   std::atomic<uint64_t> spm_rate_hz{1000};
@@ -42,6 +43,7 @@ struct RuntimeKnobs {
     irq_latency_us = c.irq_latency_us;
     lockup_timeout_ms = c.lockup_timeout_ms;
     userq_poll_us = c.userq_poll_us;
+    vm_update_us = c.vm_update_us;
     counters_interval_ms = c.counters_interval_ms;
     trace = c.trace;
     spm_rate_hz = c.spm_rate_hz;

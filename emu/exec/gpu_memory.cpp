@@ -67,6 +67,7 @@ bool GpuMemory::host_fault(uint64_t va, VmAccess a) {
 }
 
 bool GpuMemory::read(uint64_t va, void *dst, uint64_t len) {
+  const GpuVm::EngineAccess access(vm_, ticket_);
   if (!resolve(va, len, VmAccess::Read, a_)) return false;
   auto *out = static_cast<uint8_t *>(dst);
   uint64_t at = va;
@@ -84,6 +85,7 @@ bool GpuMemory::read(uint64_t va, void *dst, uint64_t len) {
 }
 
 bool GpuMemory::write(uint64_t va, const void *src, uint64_t len) {
+  const GpuVm::EngineAccess access(vm_, ticket_);
   if (!resolve(va, len, VmAccess::Write, a_)) return false;
   auto *in = static_cast<const uint8_t *>(src);
   uint64_t at = va;
@@ -98,6 +100,7 @@ bool GpuMemory::write(uint64_t va, const void *src, uint64_t len) {
 }
 
 bool GpuMemory::copy(uint64_t dst, uint64_t src, uint64_t len) {
+  const GpuVm::EngineAccess access(vm_, ticket_);
   if (!resolve(src, len, VmAccess::Read, a_) || !resolve(dst, len, VmAccess::Write, b_))
     return false;
   size_t si = 0, di = 0;
@@ -139,6 +142,7 @@ bool GpuMemory::copy(uint64_t dst, uint64_t src, uint64_t len) {
 }
 
 bool GpuMemory::fill(uint64_t dst, uint32_t pattern, uint32_t elem, uint64_t len) {
+  const GpuVm::EngineAccess access(vm_, ticket_);
   if (!resolve(dst, len, VmAccess::Write, a_)) return false;
   uint8_t pat[4];
   std::memcpy(pat, &pattern, 4);

@@ -23,7 +23,7 @@ FaultPolicy fault_policy_from_knob(uint64_t vm_fault_stop);
 class GpuMemory {
  public:
   // ticket: the job's GpuVm::Ticket::seq() (what it still sees of mappings removed since).
-  GpuMemory(const GpuVm &vm, uint64_t injected_fault_va, uint64_t injected_fault_len,
+  GpuMemory(GpuVm &vm, uint64_t injected_fault_va, uint64_t injected_fault_len,
             FaultPolicy policy = FaultPolicy::Stop, uint64_t ticket = kNoVmTicket)
       : vm_(vm),
         inj_va_(injected_fault_va),
@@ -57,7 +57,7 @@ class GpuMemory {
   // whether the access may go on (Continue).
   bool host_fault(uint64_t va, VmAccess a);
 
-  const GpuVm &vm_;
+  GpuVm &vm_;
   uint64_t inj_va_, inj_len_;
   FaultPolicy policy_;
   uint64_t ticket_;

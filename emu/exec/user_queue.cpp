@@ -29,7 +29,12 @@ bool UserQueue::start() {
   // What the doorbell holds when the queue is created is not a write to it; taken here, before
   // the ioctl returns, so no write the caller makes afterwards can be mistaken for it.
   const uint64_t before = read_doorbell();
-  return thread_.start([this, before] { loop(before); });
+  // The engine reads the VM from its creation on (the MES maps the queue before the ioctl
+  // returns) until its loop ends: removals wait out their page-table update meanwhile.
+  p_.vm->engine_attached();
+  if (thread_.start([this, before] { loop(before); })) return true;
+  p_.vm->engine_gone();
+  return false;
 }
 
 uint64_t UserQueue::read_doorbell() const {
@@ -59,8 +64,9 @@ bool UserQueue::process(uint64_t rptr, uint64_t wptr) {
   const uint64_t count_dw = sdma ? (wptr - rptr) / 4 : wptr - rptr;
   if (count_dw > ring_dw || (sdma && ((wptr | rptr) & 3))) return false;
 
+  // The engine reads the page tables as they are, not as the last GEM_VA left them.
   GpuMemory mem(*p_.vm, k.fault_va.load(), k.fault_len.load(),
-                fault_policy_from_knob(k.vm_fault_stop.load()));
+                fault_policy_from_knob(k.vm_fault_stop.load()), kPageTableView);
   std::vector<uint32_t> buf(static_cast<size_t>(count_dw));
   const uint64_t pos = start_dw % ring_dw;
   const uint64_t first = std::min(count_dw, ring_dw - pos);
@@ -91,7 +97,7 @@ bool UserQueue::process(uint64_t rptr, uint64_t wptr) {
   // Report the read position as the engine does: the CP writes CP_HQD_PQ_RPTR, a 32-bit dword
   // offset inside the ring (gfx_v11_0_ring_get_rptr_compute() reads 32 bits); SDMA writes a
   // 64-bit byte count (sdma_v6_0_ring_get_rptr() reads 64 bits and shifts by 2).
-  GpuMemory out(*p_.vm, 0, 0);
+  GpuMemory out(*p_.vm, 0, 0, FaultPolicy::Stop, kPageTableView);
   const bool written = sdma ? out.write64(p_.rptr_va, wptr)
                             : out.write32(p_.rptr_va, static_cast<uint32_t>(wptr % ring_dw));
   if (!written) {
@@ -104,10 +110,17 @@ bool UserQueue::process(uint64_t rptr, uint64_t wptr) {
 
 void UserQueue::loop(uint64_t rung) {
   pthread_setname_np(pthread_self(), "emu-userq");
+  // Removals wait out their page-table update (RVGL_EMU_VM_UPDATE_US) while the engine runs;
+  // this loop completes those that are due as it polls, and lets go of the VM as it ends.
+  struct Detach {
+    GpuVm &vm;
+    ~Detach() { vm.engine_gone(); }
+  } detach{*p_.vm};
   // The queue starts empty (the MQD's pointers are 0).
   uint64_t rptr = 0;
   auto idle = std::chrono::microseconds(10);
   while (!stop_.load()) {
+    p_.vm->complete_due();
     const uint64_t bell = read_doorbell();
     if (bell != rung) {
       rung = bell;

@@ -7,11 +7,48 @@
 #include "core/emulator.h"
 #include "ioctl/handlers.h"
 #include "memory/va_layout.h"
+#include "sync/fence.h"
+#include "sync/syncobj.h"
+#include "sync/wait_queue.h"
 
 namespace rvgl::emu {
 
+namespace {
+
+int do_gem_va(DeviceFile &f, const rvgl_drm_amdgpu_gem_va &a);
+
+}  // namespace
+
 int amdgpu_ioctl_gem_va(DeviceFile &f, void *data) {
-  const auto &a = *static_cast<drm_amdgpu_gem_va *>(data);
+  const auto &a = *static_cast<rvgl_drm_amdgpu_gem_va *>(data);
+  // Input fences (the operation waits for them first) are not modelled: refused rather than
+  // ignored, so no caller here can believe it was ordered after them.
+  if (a.num_syncobj_handles || a.input_fence_syncobj_handles) return -EINVAL;
+  // amdgpu_gem_va_ioctl(): an update delayed to the next CS has no fence to give.
+  if ((a.flags & AMDGPU_VM_DELAY_UPDATE) && a.vm_timeline_syncobj_out) return -EINVAL;
+  std::shared_ptr<Syncobj> out;
+  if (a.vm_timeline_syncobj_out) {
+    // amdgpu_gem_update_timeline_node(): an unknown handle is -ENOENT, before the operation.
+    out = f.syncobjs.get(a.vm_timeline_syncobj_out);
+    if (!out) return -ENOENT;
+  }
+  const int r = do_gem_va(f, a);
+  if (r || !out) return r;
+  // The fence of the update this operation queued, which runs after every update before it
+  // (amdgpu_gem_va_update_vm(), then drm_syncobj_add_point() / drm_syncobj_replace_fence()).
+  std::shared_ptr<Fence> update = f.vm->update_fence();
+  if (!update) update = Fence::signaled();
+  std::lock_guard flk(FenceDomain::mutex());
+  if (a.vm_timeline_point)
+    out->add_point_locked(a.vm_timeline_point, std::move(update));
+  else
+    out->replace_locked(std::move(update));
+  return 0;
+}
+
+namespace {
+
+int do_gem_va(DeviceFile &f, const rvgl_drm_amdgpu_gem_va &a) {
   const uint32_t valid_flags = AMDGPU_VM_DELAY_UPDATE | AMDGPU_VM_PAGE_READABLE |
                                AMDGPU_VM_PAGE_WRITEABLE | AMDGPU_VM_PAGE_EXECUTABLE |
                                AMDGPU_VM_MTYPE_MASK | RVGL_AMDGPU_VM_PAGE_NOALLOC;
@@ -57,6 +94,8 @@ int amdgpu_ioctl_gem_va(DeviceFile &f, void *data) {
   }
   return -EINVAL;
 }
+
+}  // namespace
 
 int amdgpu_ioctl_vm(DeviceFile &, void *data) {
   auto *a = static_cast<drm_amdgpu_vm *>(data);

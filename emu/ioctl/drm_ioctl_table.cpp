@@ -53,7 +53,10 @@ constexpr DrmIoctl kIoctls[] = {
     AMD(INFO, amdgpu_ioctl_info),
     AMD(GEM_METADATA, amdgpu_ioctl_gem_metadata),
     AMD(GEM_WAIT_IDLE, amdgpu_ioctl_gem_wait_idle),
-    AMD(GEM_VA, amdgpu_ioctl_gem_va),
+    // The kernel's structure is Linux 6.16's longer one; a caller with the 2.4.114 one has the
+    // rest zeroed (dispatch.cpp, as drm_ioctl()).
+    {_IOC_NR(RVGL_DRM_IOCTL_AMDGPU_GEM_VA), "GEM_VA", RVGL_DRM_IOCTL_AMDGPU_GEM_VA, kRenderAllow,
+     amdgpu_ioctl_gem_va},
     AMD(WAIT_CS, amdgpu_ioctl_wait_cs),
     AMD(GEM_OP, amdgpu_ioctl_gem_op),
     AMD(GEM_USERPTR, amdgpu_ioctl_gem_userptr),

@@ -3,9 +3,13 @@
 #include <amdgpu_drm.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 
+#include "core/runtime_knobs.h"
 #include "memory/va_layout.h"
+#include "sync/fence.h"
+#include "util/clock.h"
 
 namespace rvgl::emu {
 
@@ -13,6 +17,10 @@ namespace {
 
 uint64_t canon(uint64_t va) {
   return va & va::kHoleMask;
+}
+
+int64_t now_ns() {
+  return static_cast<int64_t>(monotonic_ns());
 }
 
 uint32_t required_flag(VmAccess a) {
@@ -83,9 +91,46 @@ int GpuVm::unmap(const BufferObject *bo, uint64_t va) {
   return 0;
 }
 
+GpuVm::~GpuVm() {
+  // The file is closing: its updates are done with (nothing reads this VM any more).
+  for (Freed &f : freed_)
+    if (f.done) f.done->signal();
+}
+
 void GpuVm::retire_locked(uint64_t va, const Mapping &m) {
-  // Every ticket in flight was handed out before this removal.
-  if (!in_flight_.empty()) freed_.push_back(Freed{va, m, jobs_});
+  // Every ticket in flight was handed out before this removal, and every engine access in
+  // progress began before it. The update itself takes RVGL_EMU_VM_UPDATE_US, which only an engine
+  // reading the page tables can tell (a job's CS waits for it).
+  const int64_t delay =
+      engines_ ? static_cast<int64_t>(knobs().vm_update_us.load()) * 1000 : int64_t{0};
+  if (in_flight_.empty() && reading_.empty() && delay == 0) return;
+  freed_.push_back(Freed{va, m, jobs_, now_ns() + delay, Fence::create()});
+}
+
+bool GpuVm::done_locked(const Freed &f, int64_t now_ns) const {
+  uint64_t oldest = in_flight_.empty() ? kNoVmTicket : *in_flight_.begin();
+  if (!reading_.empty()) oldest = std::min(oldest, *reading_.begin());
+  return oldest > f.last_job && now_ns >= f.not_before_ns;
+}
+
+void GpuVm::complete_due() {
+  // A few at a time on the stack: this runs where nothing may allocate (a job's end, an engine
+  // access's), and the fences signal without the lock.
+  for (;;) {
+    std::array<std::shared_ptr<Fence>, 8> batch;
+    size_t n = 0;
+    {
+      std::lock_guard lk(mu_);
+      const int64_t now = now_ns();
+      while (n < batch.size() && !freed_.empty() && done_locked(freed_.front(), now)) {
+        batch[n++] = std::move(freed_.front().done);
+        freed_.erase(freed_.begin());
+      }
+    }
+    for (size_t i = 0; i < n; ++i)
+      if (batch[i]) batch[i]->signal();
+    if (n < batch.size()) return;
+  }
 }
 
 uint64_t GpuVm::begin_job() {
@@ -95,11 +140,46 @@ uint64_t GpuVm::begin_job() {
 }
 
 void GpuVm::end_job(uint64_t seq) {
+  {
+    std::lock_guard lk(mu_);
+    in_flight_.erase(seq);
+  }
+  complete_due();
+}
+
+uint64_t GpuVm::begin_access() {
   std::lock_guard lk(mu_);
-  in_flight_.erase(seq);
-  // A removal is done once no job submitted before it is left.
-  const uint64_t oldest = in_flight_.empty() ? kNoVmTicket : *in_flight_.begin();
-  std::erase_if(freed_, [oldest](const Freed &f) { return f.last_job < oldest; });
+  reading_.insert(++jobs_);
+  return jobs_;
+}
+
+void GpuVm::end_access(uint64_t seq) {
+  {
+    std::lock_guard lk(mu_);
+    reading_.erase(seq);
+  }
+  complete_due();
+}
+
+void GpuVm::engine_attached() {
+  std::lock_guard lk(mu_);
+  ++engines_;
+}
+
+void GpuVm::engine_gone() {
+  {
+    std::lock_guard lk(mu_);
+    // With no engine left nothing can tell the delay: it is over.
+    if (--engines_ == 0)
+      for (Freed &f : freed_)
+        f.not_before_ns = 0;
+  }
+  complete_due();
+}
+
+std::shared_ptr<Fence> GpuVm::update_fence() const {
+  std::lock_guard lk(mu_);
+  return freed_.empty() ? nullptr : freed_.back().done;
 }
 
 void GpuVm::clear_locked(uint64_t va, uint64_t size) {
@@ -174,14 +254,17 @@ std::shared_ptr<BufferObject> GpuVm::bo_at(uint64_t va) const {
   return va - it->first < it->second.size ? it->second.bo : nullptr;
 }
 
-const GpuVm::Mapping *GpuVm::find_locked(uint64_t va, uint64_t ticket, uint64_t *start) const {
+const GpuVm::Mapping *GpuVm::find_locked(uint64_t va, uint64_t ticket, int64_t now_ns,
+                                         uint64_t *start) const {
   // A job older than a removal sees the mapping as it was: of the removals after it that cover
-  // `va`, the first (the mapping live when the job was submitted).
+  // `va`, the first (the mapping live when the job was submitted). The page tables show the
+  // first removal whose update has not run.
   const Freed *seen = nullptr;
-  for (const Freed &f : freed_)
-    if (ticket <= f.last_job && va >= f.va && va - f.va < f.m.size &&
-        (!seen || f.last_job < seen->last_job))
+  for (const Freed &f : freed_) {
+    const bool sees = ticket == kPageTableView ? !done_locked(f, now_ns) : ticket <= f.last_job;
+    if (sees && va >= f.va && va - f.va < f.m.size && (!seen || f.last_job < seen->last_job))
       seen = &f;
+  }
   if (seen) {
     *start = seen->va;
     return &seen->m;
@@ -212,12 +295,14 @@ bool GpuVm::resolve(uint64_t va, uint64_t len, VmAccess access, std::vector<VmPi
     }
   }
   const uint32_t need = required_flag(access);
+  // Only the page tables' view asks whether an update has run yet.
+  const int64_t now = ticket == kPageTableView ? now_ns() : 0;
   std::lock_guard lk(mu_);
   uint64_t at = va;
   const uint64_t end = va + len;
   while (at < end) {
     uint64_t start = 0;
-    const Mapping *found = find_locked(at, ticket, &start);
+    const Mapping *found = find_locked(at, ticket, now, &start);
     if (!found) {
       fault = make_fault(at, access, true);
       return false;

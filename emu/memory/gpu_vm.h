@@ -38,8 +38,12 @@ struct VmPiece {
   uint64_t len;
 };
 
-// What a job that sees only the VM's current mappings passes as its ticket (user queues, tests).
+// What a job that sees only the VM's current mappings passes as its ticket (tests).
 inline constexpr uint64_t kNoVmTicket = std::numeric_limits<uint64_t>::max();
+// What an engine that reads the page tables as they are passes (a user queue: EngineAccess).
+inline constexpr uint64_t kPageTableView = std::numeric_limits<uint64_t>::max() - 1;
+
+class Fence;
 
 class GpuVm {
  public:
@@ -72,6 +76,43 @@ class GpuVm {
     std::shared_ptr<GpuVm> vm_;
     uint64_t seq_ = 0;
   };
+
+  // One access of an engine that reads the page tables as they are (kPageTableView: a user
+  // queue), from its translation until its last byte has moved. Such an engine still sees a
+  // removed mapping until the removal's page-table update has run: after the VM's jobs submitted
+  // before it (above), after RVGL_EMU_VM_UPDATE_US while an engine reads the VM (the update is a
+  // job on the VM's own entity, then a TLB flush: the GEM_VA ioctl returns first), and, since
+  // the emulator translates a whole access before it moves a byte, after every access that began
+  // before the removal.
+  class EngineAccess {
+   public:
+    EngineAccess(GpuVm &vm, uint64_t ticket)
+        : vm_(ticket == kPageTableView ? &vm : nullptr), seq_(vm_ ? vm_->begin_access() : 0) {}
+    ~EngineAccess() {
+      if (vm_) vm_->end_access(seq_);
+    }
+    EngineAccess(const EngineAccess &) = delete;
+    EngineAccess &operator=(const EngineAccess &) = delete;
+
+   private:
+    GpuVm *vm_;
+    uint64_t seq_;
+  };
+
+  ~GpuVm();
+
+  // An engine reads this VM from now on until engine_gone() (a user queue's loop): removals
+  // wait out RVGL_EMU_VM_UPDATE_US meanwhile.
+  void engine_attached();
+  void engine_gone();
+  // Completes the removals whose update has run by now: takes them off the front (their updates
+  // run in order) and signals their fences, without the lock. The engine's loop calls it as it
+  // polls, and every access and job as it ends, as nothing else may happen once the delay is
+  // over. Allocates nothing (a job's end must not fail).
+  void complete_due();
+  // The fence of the newest removal's page-table update (vm_timeline_syncobj_out: "the last
+  // relevant update"; the VM's updates complete in order), null when every update has run.
+  std::shared_ptr<Fence> update_fence() const;
 
   // GEM_VA operations on page-aligned, validated arguments; return 0 or -errno as the kernel does.
   int map(std::shared_ptr<BufferObject> bo, uint64_t va, uint64_t offset, uint64_t size,
@@ -107,11 +148,15 @@ class GpuVm {
     uint64_t offset;
     uint32_t flags;
   };
-  // A removed mapping jobs submitted up to `last_job` still see.
+  // A removed mapping jobs submitted up to `last_job` still see, and the page tables until its
+  // update has run (done: no job or engine access up to last_job left, and not before
+  // `not_before_ns`); `done` signals then.
   struct Freed {
     uint64_t va;
     Mapping m;
     uint64_t last_job;
+    int64_t not_before_ns;
+    std::shared_ptr<Fence> done;
   };
   int insert_locked(std::shared_ptr<BufferObject> bo, uint64_t va, uint64_t offset, uint64_t size,
                     uint32_t flags);
@@ -120,14 +165,21 @@ class GpuVm {
   void retire_locked(uint64_t va, const Mapping &m);
   uint64_t begin_job();
   void end_job(uint64_t seq);
+  uint64_t begin_access();
+  // Completes what the access held back, and what is due (an engine busy with a long batch does
+  // not poll: its accesses do).
+  void end_access(uint64_t seq);
+  bool done_locked(const Freed &f, int64_t now_ns) const;
   // The mapping a job with `ticket` sees at `va` (start VA in *start), or null.
-  const Mapping *find_locked(uint64_t va, uint64_t ticket, uint64_t *start) const;
+  const Mapping *find_locked(uint64_t va, uint64_t ticket, int64_t now_ns, uint64_t *start) const;
 
   mutable std::mutex mu_;
   std::map<uint64_t, Mapping> maps_;  // by start VA (48-bit)
   std::vector<Freed> freed_;          // usually empty: only while jobs older than a removal run
   std::set<uint64_t> in_flight_;      // tickets of jobs not yet done
-  uint64_t jobs_ = 0;                 // tickets handed out
+  std::set<uint64_t> reading_;        // engine accesses in progress, by their place among jobs
+  uint64_t jobs_ = 0;                 // tickets and access places handed out
+  uint32_t engines_ = 0;              // user queues reading the page tables
   VmFault fault_;
 };
 

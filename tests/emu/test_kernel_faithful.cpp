@@ -875,6 +875,21 @@ TEST_CASE("FREE_CTX waits until the context's queued jobs have gone to the ring"
   CHECK(ctx_free(fd.get(), ctx) == -EINVAL);
 }
 
+// A file with a buffer for IBs and a 4 KiB GTT object mapped at kVa: what the VM tests take
+// away while a job is held.
+struct TargetVm {
+  static constexpr uint64_t kVa = 0x2000000;
+  Fd fd;
+  GpuBuffer buf;
+  uint32_t target = 0;
+  TargetVm() : fd(open_render()) {
+    REQUIRE(fd.get() >= 0);
+    REQUIRE(buf.create(fd.get(), 64 * 1024, 0x800000) == 0);
+    REQUIRE(gem_create(fd.get(), 4096, AMDGPU_GEM_DOMAIN_GTT, 0, &target) == 0);
+    REQUIRE(gem_va(fd.get(), AMDGPU_VA_OP_MAP, target, kVa, 0, 4096) == 0);
+  }
+};
+
 // amdgpu_vm.c amdgpu_vm_clear_freed(): "Implicitly sync to command submissions in the same VM
 // before unmapping" (amdgpu_sync_resv(..., AMDGPU_SYNC_EQ_OWNER) on the root page directory's
 // reservation, which every CS of the VM fences): the page-table entries of an unmapped range stay
@@ -885,16 +900,13 @@ TEST_CASE("an unmapped range stays visible to the VM's jobs submitted before the
           "[kernel][vm]") {
   Knob lockup("RVGL_EMU_LOCKUP_TIMEOUT_MS", "30000", "2000");
   Knob stop("RVGL_EMU_VM_FAULT_STOP", "2", "0");
-  Fd fd = open_render();
-  REQUIRE(fd.get() >= 0);
-  GpuBuffer buf;
-  REQUIRE(buf.create(fd.get(), 64 * 1024, 0x800000) == 0);
-  uint32_t target = 0;
-  REQUIRE(gem_create(fd.get(), 4096, AMDGPU_GEM_DOMAIN_GTT, 0, &target) == 0);
+  TargetVm vm;
+  Fd &fd = vm.fd;  // references, not a structured binding: clang 14 lambdas cannot capture one
+  GpuBuffer &buf = vm.buf;
+  uint32_t &target = vm.target;
+  constexpr uint64_t kTargetVa = TargetVm::kVa;
   auto *words = static_cast<uint32_t *>(gem_cpu_map(fd.get(), target, 4096));
   REQUIRE(words != nullptr);
-  constexpr uint64_t kTargetVa = 0x2000000;
-  REQUIRE(gem_va(fd.get(), AMDGPU_VA_OP_MAP, target, kTargetVa, 0, 4096) == 0);
   uint32_t ctx = 0, later = 0, after_done = 0;
   REQUIRE(ctx_create(fd.get(), &ctx) == 0);
   REQUIRE(ctx_create(fd.get(), &later) == 0);
@@ -939,4 +951,53 @@ TEST_CASE("an unmapped range stays visible to the VM's jobs submitted before the
   CHECK(words[1] == 0);
   munmap(words, 4096);
   if (target) gem_close(fd.get(), target);
+}
+
+// Linux 6.16's GEM_VA vm_timeline_syncobj_out: the operation's page-table update as a syncobj
+// point (amdgpu_gem_update_timeline_node(), amdgpu_gem_va_update_vm()). An unmap's update runs
+// after the VM's jobs submitted before it, so its point does too.
+TEST_CASE("GEM_VA puts its page-table update into the VM-timeline syncobj", "[kernel][vm]") {
+  Knob lockup("RVGL_EMU_LOCKUP_TIMEOUT_MS", "30000", "2000");
+  TargetVm vm;
+  Fd &fd = vm.fd;  // references, not a structured binding: clang 14 lambdas cannot capture one
+  GpuBuffer &buf = vm.buf;
+  uint32_t &target = vm.target;
+  constexpr uint64_t kTargetVa = TargetVm::kVa;
+  uint32_t syncobj = 0;
+  REQUIRE(drmSyncobjCreate(fd.get(), 0, &syncobj) == 0);
+  auto va_op = [&](uint32_t op, uint32_t flags, uint32_t out, uint64_t point, uint32_t inputs = 0) {
+    rvgl_drm_amdgpu_gem_va a{};
+    a.handle = target;
+    a.operation = op;
+    a.flags = flags | AMDGPU_VM_PAGE_READABLE | AMDGPU_VM_PAGE_WRITEABLE;
+    a.va_address = kTargetVa;
+    a.map_size = 4096;
+    a.vm_timeline_point = point;
+    a.vm_timeline_syncobj_out = out;
+    a.num_syncobj_handles = inputs;
+    return xioctl(fd.get(), RVGL_DRM_IOCTL_AMDGPU_GEM_VA, &a);
+  };
+  auto reached = [&](uint64_t point, uint64_t ms) {
+    return drmSyncobjTimelineWait(fd.get(), &syncobj, &point, 1, abs_timeout_ms(ms), 0, nullptr);
+  };
+  // Refused before anything is done: an update delayed to the next CS has no fence to give; an
+  // unknown syncobj; input fences (not modelled).
+  CHECK(va_op(AMDGPU_VA_OP_UNMAP, AMDGPU_VM_DELAY_UPDATE, syncobj, 1) == -EINVAL);
+  CHECK(va_op(AMDGPU_VA_OP_UNMAP, 0, 99, 1) == -ENOENT);
+  CHECK(va_op(AMDGPU_VA_OP_UNMAP, 0, syncobj, 1, 1) == -EINVAL);
+  CHECK(reached(1, 0) == -EINVAL);  // no point was added
+
+  uint32_t ctx = 0;
+  REQUIRE(ctx_create(fd.get(), &ctx) == 0);
+  const HeldSdmaRing ring{fd.get(), ctx, buf};
+  Joiner joiner([&] { ring.open_gate(); });
+  ring.hold();
+  REQUIRE(va_op(AMDGPU_VA_OP_UNMAP, 0, syncobj, 1) == 0);
+  CHECK(reached(1, 50) == -ETIME);  // the held job came first
+  ring.open_gate();
+  CHECK(reached(1, 5000) == 0);
+  // With nothing before it the update has run by the time the ioctl returns.
+  REQUIRE(va_op(AMDGPU_VA_OP_MAP, 0, syncobj, 2) == 0);
+  CHECK(reached(2, 0) == 0);
+  drmSyncobjDestroy(fd.get(), syncobj);
 }

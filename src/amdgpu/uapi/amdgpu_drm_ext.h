@@ -285,6 +285,37 @@ RVGL_UAPI_ASSERT(offsetof(struct rvgl_drm_amdgpu_profiler_args, data) == 8, "pro
 #define RVGL_DRM_IOCTL_AMDGPU_PROFILER \
   DRM_IOWR(DRM_COMMAND_BASE + RVGL_DRM_AMDGPU_PROFILER, struct rvgl_drm_amdgpu_profiler_args)
 
+/*
+ * GEM_VA as Linux 6.16 defines it (the user-queue series, "drm/amdgpu: add vm timeline support"):
+ * the 2.4.114 structure followed by a VM-timeline out syncobj and input fences. With
+ * vm_timeline_syncobj_out set, the kernel puts the fence of the page-table update the operation
+ * made, "the last relevant update for this mapping" (amdgpu_gem_va_update_vm()), into that
+ * syncobj at vm_timeline_point (0: as its binary fence); AMDGPU_VM_DELAY_UPDATE with it is
+ * -EINVAL. A kernel with the shorter structure copies its 40 bytes and ignores the rest
+ * (drm_ioctl() copies the smaller of the two sizes), so the point then never gets a fence.
+ */
+struct rvgl_drm_amdgpu_gem_va {
+  uint32_t handle;
+  uint32_t _pad;
+  uint32_t operation;
+  uint32_t flags;
+  uint64_t va_address;
+  uint64_t offset_in_bo;
+  uint64_t map_size;
+  uint64_t vm_timeline_point;
+  uint32_t vm_timeline_syncobj_out;
+  uint32_t num_syncobj_handles;
+  uint64_t input_fence_syncobj_handles;
+};
+RVGL_UAPI_ASSERT(sizeof(struct rvgl_drm_amdgpu_gem_va) == 64, "gem_va (6.16) is 64 bytes");
+RVGL_UAPI_ASSERT(offsetof(struct rvgl_drm_amdgpu_gem_va, vm_timeline_point) ==
+                     sizeof(struct drm_amdgpu_gem_va),
+                 "gem_va extends the 2.4.114 structure");
+RVGL_UAPI_ASSERT(offsetof(struct rvgl_drm_amdgpu_gem_va, vm_timeline_syncobj_out) == 48,
+                 "gem_va.vm_timeline_syncobj_out");
+#define RVGL_DRM_IOCTL_AMDGPU_GEM_VA \
+  DRM_IOW(DRM_COMMAND_BASE + DRM_AMDGPU_GEM_VA, struct rvgl_drm_amdgpu_gem_va)
+
 #ifdef __cplusplus
 }
 #endif
