@@ -53,6 +53,10 @@ class AmdgpuDevice {
   int gem_userptr(const void *addr, uint64_t size, uint32_t flags, uint32_t *handle);
   int gem_va(uint32_t op, uint32_t handle, uint64_t va, uint64_t offset, uint64_t size,
              uint32_t flags);
+  // The same, with the operation's page-table update added to `syncobj` at `point` (Linux
+  // 6.16's vm_timeline_syncobj_out; an older kernel does the operation and adds nothing).
+  int gem_va_timeline(uint32_t op, uint32_t handle, uint64_t va, uint64_t offset, uint64_t size,
+                      uint32_t flags, uint32_t syncobj, uint64_t point);
   int prime_export(uint32_t handle, UniqueFd *out);
   int prime_import(int fd, uint32_t *handle);
 

@@ -45,14 +45,22 @@ int AmdgpuDevice::gem_userptr(const void *addr, uint64_t size, uint32_t flags, u
 
 int AmdgpuDevice::gem_va(uint32_t op, uint32_t handle, uint64_t va, uint64_t offset, uint64_t size,
                          uint32_t flags) {
-  drm_amdgpu_gem_va args{};
+  return gem_va_timeline(op, handle, va, offset, size, flags, 0, 0);
+}
+
+int AmdgpuDevice::gem_va_timeline(uint32_t op, uint32_t handle, uint64_t va, uint64_t offset,
+                                  uint64_t size, uint32_t flags, uint32_t syncobj, uint64_t point) {
+  rvgl_drm_amdgpu_gem_va args{};
   args.handle = handle;
   args.operation = op;
   args.flags = flags;
   args.va_address = va;
   args.offset_in_bo = offset;
   args.map_size = size;
-  return ioctl(DRM_IOCTL_AMDGPU_GEM_VA, &args);
+  args.vm_timeline_point = point;
+  args.vm_timeline_syncobj_out = syncobj;
+  // Without a syncobj, the 2.4.114 request: its 40 bytes are the longer structure's first ones.
+  return ioctl(syncobj ? RVGL_DRM_IOCTL_AMDGPU_GEM_VA : DRM_IOCTL_AMDGPU_GEM_VA, &args);
 }
 
 int AmdgpuDevice::prime_export(uint32_t handle, UniqueFd *out) {

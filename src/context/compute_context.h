@@ -174,6 +174,7 @@ class ComputeContext {
   PageUsers guest_page_users() const;
   // Blocks until those jobs are done (bounded: guest_page_release.cpp). Allocates nothing.
   void wait_for_guest_page_users(PageUsers &users);
+  void wait_for_guest_page_users(PageUsers &users, int64_t abs_deadline_ns);
   void wait_for_submitted_work(int64_t abs_timeout_ns) const;
   // Every kernel queue whose jobs may still run: the live ones, and destroyed ones still draining
   // (QUEUE_DESTROY). User queues are the guest's: it tracks their progress itself.

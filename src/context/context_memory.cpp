@@ -81,7 +81,9 @@ ContextMemory::ContextMemory(std::shared_ptr<AmdgpuDevice> dev, uint64_t feature
       registry_(ObjectRegistry::create(dev_)),
       bos_(limits.max_objects),
       va_(cap.va_start, cap.va_end, cap.va_alignment),
-      bo_list_(dev_) {}
+      bo_list_(dev_) {
+  if (features & RVGL_FEATURE_USER_QUEUES) vm_updates_ = std::make_unique<VmUpdateTimeline>(dev_);
+}
 
 ContextMemory::~ContextMemory() {
   // The kernel's BO list goes first, so the mappings go without an update of it each: one per
@@ -418,11 +420,27 @@ int ContextMemory::lookup_object(uint32_t bo, uint32_t res_id,
 }
 
 void ContextMemory::unmap_pieces(const VaMapping &m) {
-  m.object->for_each_piece(m.offset, m.size,
-                           [&](uint32_t handle, uint64_t off, uint64_t gpu_off, uint64_t len) {
-                             dev_->gem_va(AMDGPU_VA_OP_UNMAP, handle, m.va + gpu_off, off, len, 0);
-                             resident_.remove(handle);
-                           });
+  // Guest pages are the ones handed back while a user queue may run: their updates are tracked.
+  // One pointer captured, so the std::function holds it without allocating (detach and unref
+  // allocate nothing).
+  struct Unmap {
+    ContextMemory &mem;
+    const VaMapping &m;
+    VmUpdateTimeline *tracked;
+  } u{*this, m, m.object->kind() == MemoryObject::Kind::kUserptr ? vm_updates_.get() : nullptr};
+  m.object->for_each_piece(
+      m.offset, m.size, [&u](uint32_t handle, uint64_t off, uint64_t gpu_off, uint64_t len) {
+        if (u.tracked)
+          u.tracked->unmap(handle, u.m.va + gpu_off, off, len);
+        else
+          u.mem.dev_->gem_va(AMDGPU_VA_OP_UNMAP, handle, u.m.va + gpu_off, off, len, 0);
+        u.mem.resident_.remove(handle);
+      });
+}
+
+void ContextMemory::wait_guest_pages_unmapped(int64_t abs_deadline_ns) {
+  if (vm_updates_ && vm_updates_->last_point())
+    vm_updates_->wait(vm_updates_->last_point(), abs_deadline_ns);
 }
 
 void ContextMemory::drop_unmapped_from_bo_list() {

@@ -27,6 +27,7 @@
 #include "memory/usage.h"
 #include "memory/userptr_import.h"
 #include "memory/va_space.h"
+#include "memory/vm_update_timeline.h"
 #include "rocm_virgl_protocol.h"
 #include "util/unique_fd.h"
 
@@ -98,6 +99,11 @@ class ContextMemory {
   // were may still reach them (the caller waits for such jobs, ComputeContext::detach_resource).
   bool guest_pages_gpu_mapped(uint32_t res_id) const;
   bool any_guest_pages_gpu_mapped() const;
+  // Blocks until the page-table updates of every unmap of guest pages so far have run, so no
+  // user queue's work reaches them any more (vm_update_timeline.h), or the deadline passes. Only
+  // where the capset offers user queues: a kernel queue's work is the caller's to wait for.
+  // Allocates nothing.
+  void wait_guest_pages_unmapped(int64_t abs_deadline_ns);
   bool has_resource(uint32_t res_id) const { return resources_.count(res_id) != 0; }
   bool free_res_id(uint32_t res_id) const { return res_id != 0 && !resources_.count(res_id); }
   // Not for the shared page (the caller's).
@@ -164,6 +170,9 @@ class ContextMemory {
   uint64_t mapped_bytes_ = 0;     // sizes of every mapping in va_ (limits_.max_va_bytes)
   ResidentSet resident_;
   KernelBoList bo_list_;  // the kernel's copy of resident_
+  // The unmaps of guest pages, as points the kernel signals once the GPU no longer sees them;
+  // null where no user queue can run.
+  std::unique_ptr<VmUpdateTimeline> vm_updates_;
   UserptrStrategy last_userptr_strategy_ = UserptrStrategy::kStitched;
   uint32_t last_userptr_objects_ = 0;
 };

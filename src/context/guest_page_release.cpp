@@ -25,10 +25,15 @@ constexpr int64_t kGuestPagesWaitNs = 120'000'000'000;
 void ComputeContext::detach_resource(uint32_t res_id) {
   // Taken before the unmap: every job submitted while the pages were mapped. Conservative for
   // pages the guest unmapped (VA_UNMAP) before later jobs, which cannot reach them.
+  const bool gpu_mapped = memory_->guest_pages_gpu_mapped(res_id);
   PageUsers users;
-  if (memory_->guest_pages_gpu_mapped(res_id)) users = guest_page_users();
+  if (gpu_mapped) users = guest_page_users();
   memory_->detach_resource(res_id);
-  wait_for_guest_page_users(users);
+  const int64_t deadline = monotonic_ns() + kGuestPagesWaitNs;
+  wait_for_guest_page_users(users, deadline);
+  // A user queue's work is not one of those jobs, and the kernel does not order it after the
+  // unmap either: the page-table update the unmap queued must have run.
+  if (gpu_mapped) memory_->wait_guest_pages_unmapped(deadline);
 }
 
 ComputeContext::PageUsers ComputeContext::guest_page_users() const {
@@ -42,7 +47,10 @@ ComputeContext::PageUsers ComputeContext::guest_page_users() const {
 }
 
 void ComputeContext::wait_for_guest_page_users(PageUsers &users) {
-  const int64_t deadline = monotonic_ns() + kGuestPagesWaitNs;
+  wait_for_guest_page_users(users, monotonic_ns() + kGuestPagesWaitNs);
+}
+
+void ComputeContext::wait_for_guest_page_users(PageUsers &users, int64_t deadline) {
   if (users.all_work)
     wait_for_submitted_work(deadline);
   else if (!users.snapshot.empty())

@@ -12,6 +12,7 @@
 #include "../tools/common/amd_packets.h"
 #include "support/context_harness.h"
 #include "support/guest_ram.h"
+#include "support/scoped_knob.h"
 
 using namespace rvgl;
 using namespace rvgl::test;
@@ -408,4 +409,48 @@ TEST_CASE("doorbell objects of all contexts together are held to the process's q
   REQUIRE(a.bo_free(more) == 0);
   REQUIRE(a.bo_free(in_a) == 0);
   CHECK(Usage::process_doorbell_bytes() == 0);
+}
+
+TEST_CASE("detaching guest pages waits until no user queue's engine can see them",
+          "[context][userq][release]") {
+  if (!profile_is("gfx1100")) return;
+  // The page-table update of an unmap runs after the GEM_VA has returned (a job of the VM's own,
+  // then a TLB flush; the emulator takes 300 ms here), and nothing orders a user queue's work
+  // after it: until then the engine still writes through the old mapping. The guest reuses the
+  // pages once the VMM's detach returns, so the detach must wait for the update.
+  ScopedKnob update("RVGL_EMU_VM_UPDATE_US", "300000", "0");
+  ScopedKnob lockup("RVGL_EMU_LOCKUP_TIMEOUT_MS", "30000", "2000");  // the gate waits that long
+  REQUIRE((update.ok() && lockup.ok()));
+  // Pages still mapped at the detach; pages the guest unmapped first (VA_UNMAP).
+  const bool unmapped_first = GENERATE(false, true);
+  constexpr uint32_t kPageValue = 0x5a5a5a5a;
+  constexpr uint64_t kPageWord = 8192;
+  for (int round = 0; round < 3; ++round) {
+    INFO("unmapped first " << unmapped_first << " round " << round);
+    GuestPages pages(64 * 1024);  // outlives the context, as the VMM's guest RAM does
+    Guest g;
+    int err = 0;
+    const uint32_t res = userptr_blob(g.h, pages, &err);
+    REQUIRE(err == 0);
+    const uint64_t pages_va = g.va0 + 8 * kMiB;
+    REQUIRE(g.h.va_map(0, res, 0, pages_va, pages.bytes) == 0);
+    uint32_t q = 0;
+    REQUIRE(g.create(g.request(RVGL_IP_SDMA, 2), &q) == 0);
+    // Waits at a gate (data[0]), then writes a marker (data[16]) and a word of the guest pages.
+    std::vector<uint32_t> pkt;
+    pk::sdma_poll_mem_equal(pkt, g.data_va(), 1, 0xffffffffu);
+    pk::sdma_write_linear(pkt, g.data_va() + 64, {1});
+    pk::sdma_write_linear(pkt, pages_va + kPageWord, {kPageValue});
+    g.put(0, pkt);
+    g.ring_doorbell(pkt.size() * 4);
+    if (unmapped_first) REQUIRE(g.h.va_unmap(pages_va, pages.bytes) == 0);
+    g.h.ctx().detach_resource(res);
+    __atomic_store_n(g.data.ptr<uint32_t>(), 1u, __ATOMIC_RELEASE);
+    REQUIRE(eventually(
+        [&] { return __atomic_load_n(g.data.ptr<uint32_t>() + 16, __ATOMIC_ACQUIRE) == 1; }));
+    // The engine's next packet is the write into the pages: it faults, or lands right away.
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    CHECK(__atomic_load_n(reinterpret_cast<uint32_t *>(pages.ptr(kPageWord)), __ATOMIC_ACQUIRE) ==
+          0);
+  }
 }

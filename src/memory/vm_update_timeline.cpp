@@ -1,0 +1,69 @@
+#include "memory/vm_update_timeline.h"
+
+#include <cerrno>
+#include <chrono>
+#include <thread>
+
+#include "util/monotonic_clock.h"
+
+namespace rvgl {
+
+namespace {
+
+// How long a refused wait (not a timeout) waits before asking again.
+constexpr int64_t kRefusedRetryNs = 1'000'000;
+
+}  // namespace
+
+VmUpdateTimeline::~VmUpdateTimeline() {
+  if (syncobj_) dev_->syncobj_destroy(syncobj_);
+}
+
+int VmUpdateTimeline::unmap(uint32_t handle, uint64_t va, uint64_t offset, uint64_t size) {
+  if (!syncobj_ && !kernel_ignores_ && dev_->syncobj_create(0, &syncobj_) != 0) syncobj_ = 0;
+  if (syncobj_ && !kernel_ignores_) {
+    const int r = dev_->gem_va_timeline(AMDGPU_VA_OP_UNMAP, handle, va, offset, size, 0, syncobj_,
+                                        last_point_ + 1);
+    if (r == 0) {
+      ++last_point_;
+      return 0;
+    }
+  }
+  // The kernel could not add the point (a timeline node it had no memory for): the unmap itself
+  // must still happen, or the pages stay mapped.
+  const int r = dev_->gem_va(AMDGPU_VA_OP_UNMAP, handle, va, offset, size, 0);
+  if (r == 0 && !kernel_ignores_) ++untracked_;
+  return r;
+}
+
+bool VmUpdateTimeline::wait(uint64_t point, int64_t abs_deadline_ns) {
+  if (point <= waited_) return true;
+  for (;;) {
+    const int r = dev_->syncobj_timeline_wait({&syncobj_, 1}, {&point, 1}, abs_deadline_ns,
+                                              DRM_SYNCOBJ_WAIT_FLAGS_WAIT_ALL, nullptr);
+    if (r == 0) {
+      waited_ = point;
+      return true;
+    }
+    if (r == -EINVAL) {
+      // Every GEM_VA that took a point returned before this wait, so a point with no fence is one
+      // the kernel never added: it does not know vm_timeline_syncobj_out.
+      kernel_ignores_ = true;
+      return false;
+    }
+    const int64_t now = monotonic_ns();
+    if (r == -ETIME || now >= abs_deadline_ns) return false;
+    // Refused (the kernel short of memory, say): asked again a millisecond later, and what the
+    // syncobj has reached is asked too, so a kernel that keeps refusing waits does not hold the
+    // VMM for the whole deadline once the update has run.
+    uint64_t value = 0;
+    if (dev_->syncobj_query(syncobj_, &value) == 0 && value >= point) {
+      waited_ = point;
+      return true;
+    }
+    std::this_thread::sleep_for(
+        std::chrono::nanoseconds(std::min<int64_t>(kRefusedRetryNs, abs_deadline_ns - now)));
+  }
+}
+
+}  // namespace rvgl
