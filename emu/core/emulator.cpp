@@ -152,6 +152,7 @@ void Emulator::fork_child() {
     auto *df = static_cast<DeviceFile *>(f.get());
     df->userqs.for_each(
         [](uint32_t, const std::shared_ptr<UserQueue> &q) { q->forget_after_fork(); });
+    df->vm->after_fork_child();     // after its user queues: none reads the VM any more
     df->ctx_mgr_held.store(false);  // a FREE_CTX that drained in the parent does not exist here
   });
   for (auto &d : e->devices_)

@@ -24,20 +24,25 @@ int amdgpu_ioctl_gem_va(DeviceFile &f, void *data) {
   // Input fences (the operation waits for them first) are not modelled: refused rather than
   // ignored, so no caller here can believe it was ordered after them.
   if (a.num_syncobj_handles || a.input_fence_syncobj_handles) return -EINVAL;
-  // amdgpu_gem_va_ioctl(): an update delayed to the next CS has no fence to give.
-  if ((a.flags & AMDGPU_VM_DELAY_UPDATE) && a.vm_timeline_syncobj_out) return -EINVAL;
   std::shared_ptr<Syncobj> out;
+  std::shared_ptr<Fence> ran;  // the fence for an update with nothing before it
   if (a.vm_timeline_syncobj_out) {
-    // amdgpu_gem_update_timeline_node(): an unknown handle is -ENOENT, before the operation.
+    // amdgpu_gem_update_timeline_node(), before the operation: an unknown handle is -ENOENT,
+    // and the chain node is allocated then, so nothing can fail once the mapping has changed.
     out = f.syncobjs.get(a.vm_timeline_syncobj_out);
     if (!out) return -ENOENT;
+    ran = Fence::signaled();
+    std::lock_guard flk(FenceDomain::mutex());
+    if (a.vm_timeline_point) out->reserve_point_locked();
   }
   const int r = do_gem_va(f, a);
-  if (r || !out) return r;
+  // amdgpu_gem_va_ioctl(): an update delayed to the next CS (AMDGPU_VM_DELAY_UPDATE) runs none
+  // now, so no point is added.
+  if (r || !out || (a.flags & AMDGPU_VM_DELAY_UPDATE)) return r;
   // The fence of the update this operation queued, which runs after every update before it
   // (amdgpu_gem_va_update_vm(), then drm_syncobj_add_point() / drm_syncobj_replace_fence()).
   std::shared_ptr<Fence> update = f.vm->update_fence();
-  if (!update) update = Fence::signaled();
+  if (!update) update = std::move(ran);
   std::lock_guard flk(FenceDomain::mutex());
   if (a.vm_timeline_point)
     out->add_point_locked(a.vm_timeline_point, std::move(update));

@@ -110,7 +110,7 @@ void GpuVm::retire_locked(uint64_t va, const Mapping &m) {
 bool GpuVm::done_locked(const Freed &f, int64_t now_ns) const {
   uint64_t oldest = in_flight_.empty() ? kNoVmTicket : *in_flight_.begin();
   if (!reading_.empty()) oldest = std::min(oldest, *reading_.begin());
-  return oldest > f.last_job && now_ns >= f.not_before_ns;
+  return oldest > std::max(f.last_job, f.read_by) && now_ns >= f.not_before_ns;
 }
 
 void GpuVm::complete_due() {
@@ -173,6 +173,17 @@ void GpuVm::engine_gone() {
     if (--engines_ == 0)
       for (Freed &f : freed_)
         f.not_before_ns = 0;
+  }
+  complete_due();
+}
+
+void GpuVm::after_fork_child() {
+  {
+    std::lock_guard lk(mu_);
+    engines_ = 0;
+    reading_.clear();
+    for (Freed &f : freed_)
+      f.not_before_ns = 0;
   }
   complete_due();
 }
@@ -265,6 +276,9 @@ const GpuVm::Mapping *GpuVm::find_locked(uint64_t va, uint64_t ticket, int64_t n
     if (sees && va >= f.va && va - f.va < f.m.size && (!seen || f.last_job < seen->last_job))
       seen = &f;
   }
+  // An engine access translating through a removal holds it until the access is done (every
+  // access begun so far: this one among them).
+  if (seen && ticket == kPageTableView) seen->read_by = std::max(seen->read_by, jobs_);
   if (seen) {
     *start = seen->va;
     return &seen->m;

@@ -105,6 +105,9 @@ class GpuVm {
   // wait out RVGL_EMU_VM_UPDATE_US meanwhile.
   void engine_attached();
   void engine_gone();
+  // In a forked child: no engine and no access of the parent's threads exists there; what they
+  // held back completes.
+  void after_fork_child();
   // Completes the removals whose update has run by now: takes them off the front (their updates
   // run in order) and signals their fences, without the lock. The engine's loop calls it as it
   // polls, and every access and job as it ends, as nothing else may happen once the delay is
@@ -157,6 +160,9 @@ class GpuVm {
     uint64_t last_job;
     int64_t not_before_ns;
     std::shared_ptr<Fence> done;
+    // Engine accesses up to this place translated through it and may still be moving bytes
+    // (written by resolve(), a const look, under mu_).
+    mutable uint64_t read_by = 0;
   };
   int insert_locked(std::shared_ptr<BufferObject> bo, uint64_t va, uint64_t offset, uint64_t size,
                     uint32_t flags);

@@ -21,6 +21,9 @@ class Syncobj {
   void replace_locked(std::shared_ptr<Fence> fence);
   // Timeline point (TIMELINE_SIGNAL, CS timeline signal, transfer to a point).
   void add_point_locked(uint64_t point, std::shared_ptr<Fence> fence);
+  // Room for one more point, made before an operation that must not fail once done (the kernel
+  // allocates the chain node first: amdgpu_gem_update_timeline_node()).
+  void reserve_point_locked() { points_.reserve(points_.size() + 1); }
   // Whether a fence for `point` exists yet (0: the syncobj has any fence).
   bool available_locked(uint64_t point) const;
   // The fences a wait on `point` must see signaled (empty: already satisfied).

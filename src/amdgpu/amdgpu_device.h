@@ -85,7 +85,8 @@ class AmdgpuDevice {
   int syncobj_timeline_wait(std::span<const uint32_t> handles, std::span<const uint64_t> points,
                             int64_t abs_timeout_ns, uint32_t flags, uint32_t *first_signaled);
   int syncobj_timeline_signal(uint32_t handle, uint64_t point);
-  int syncobj_query(uint32_t handle, uint64_t *value);
+  // flags: DRM_SYNCOBJ_QUERY_FLAGS_LAST_SUBMITTED for the newest point added, not signalled.
+  int syncobj_query(uint32_t handle, uint64_t *value, uint32_t flags = 0);
   // The syncobj itself as an fd (not a sync file), and an fd like it made a handle of this file.
   int syncobj_export(uint32_t handle, UniqueFd *out);
   int syncobj_import(int fd, uint32_t *handle);

@@ -135,11 +135,12 @@ int AmdgpuDevice::syncobj_timeline_signal(uint32_t handle, uint64_t point) {
   return ioctl(DRM_IOCTL_SYNCOBJ_TIMELINE_SIGNAL, &args);
 }
 
-int AmdgpuDevice::syncobj_query(uint32_t handle, uint64_t *value) {
+int AmdgpuDevice::syncobj_query(uint32_t handle, uint64_t *value, uint32_t flags) {
   drm_syncobj_timeline_array args{};
   args.handles = reinterpret_cast<uintptr_t>(&handle);
   args.points = reinterpret_cast<uintptr_t>(value);
   args.count_handles = 1;
+  args.flags = flags;
   return ioctl(DRM_IOCTL_SYNCOBJ_QUERY, &args);
 }
 

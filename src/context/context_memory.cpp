@@ -479,6 +479,7 @@ MemoryStats ContextMemory::stats() const {
   s.usage = usage_->snapshot();
   s.last_userptr_strategy = last_userptr_strategy_;
   s.last_userptr_objects = last_userptr_objects_;
+  if (vm_updates_) s.vm_updates_untracked = vm_updates_->untracked();
   return s;
 }
 

@@ -63,6 +63,8 @@ struct MemoryStats {
   UsageSnapshot usage;
   UserptrStrategy last_userptr_strategy = UserptrStrategy::kStitched;
   uint32_t last_userptr_objects = 0;
+  // Unmaps of guest pages whose page-table update no detach can wait for (VmUpdateTimeline).
+  uint64_t vm_updates_untracked = 0;
 };
 
 class ContextMemory {

@@ -33,13 +33,15 @@ class VmUpdateTimeline {
   // The newest point handed to the kernel (0: none).
   uint64_t last_point() const { return last_point_; }
   // Blocks until `point`'s update has run, or the deadline passes. A kernel that ignored the
-  // syncobj (older than 6.16: the point never gets a fence, and a wait without WAIT_FOR_SUBMIT
-  // says so at once, -EINVAL) is not asked again: later unmaps carry no point. A wait the kernel
+  // syncobj (older than 6.16: the point never gets a fence, a wait without WAIT_FOR_SUBMIT says
+  // so at once, -EINVAL, and no point was ever added) is not asked again: later unmaps carry no
+  // point. A wait the kernel
   // refuses otherwise is asked again every millisecond, with the syncobj's value, until the
   // deadline. Allocates nothing.
   // Returns whether the update is known to have run.
   bool wait(uint64_t point, int64_t abs_deadline_ns);
-  // Unmaps whose update no point covers (a kernel that could not track it).
+  // Unmaps made without a point where the kernel knows the field (it refused the point): the
+  // detach cannot wait for their updates (ContextStats::vm_updates_untracked).
   uint64_t untracked() const { return untracked_; }
 
  private:

@@ -454,3 +454,31 @@ TEST_CASE("detaching guest pages waits until no user queue's engine can see them
           0);
   }
 }
+
+TEST_CASE("an unmap of guest pages the kernel cannot add a point to is made and counted",
+          "[context][userq][release]") {
+  if (!profile_is("gfx1100")) return;
+  // The kernel allocates the point's chain node before the operation, and refuses the whole
+  // GEM_VA if it cannot: the pages must still be unmapped, and the context says that no detach
+  // can wait for that update.
+  GuestPages pages(4096);
+  Guest g;
+  int err = 0;
+  const uint32_t res = userptr_blob(g.h, pages, &err);
+  REQUIRE(err == 0);
+  const uint64_t va = g.va0 + 8 * kMiB;
+  REQUIRE(g.h.va_map(0, res, 0, va, 4096) == 0);
+  REQUIRE(g.h.va_map(0, res, 0, va + kMiB, 4096) == 0);
+  REQUIRE(g.h.va_unmap(va + kMiB, 4096) == 0);  // tracked
+  CHECK(g.h.ctx().stats().vm_updates_untracked == 0);
+  {
+    ScopedKnob refuse("RVGL_EMU_FAIL", "GEM_VA:1:ENOMEM", "");
+    REQUIRE(refuse.ok());
+    REQUIRE(g.h.va_unmap(va, 4096) == 0);
+  }
+  CHECK(g.h.ctx().stats().vm_updates_untracked == 1);
+  CHECK(g.h.ctx().stats().va_mappings == 5);  // the queue's objects only
+  // The address is free again: the unmap was made.
+  CHECK(g.h.va_map(0, res, 0, va, 4096) == 0);
+  g.h.ctx().detach_resource(res);
+}

@@ -290,9 +290,10 @@ RVGL_UAPI_ASSERT(offsetof(struct rvgl_drm_amdgpu_profiler_args, data) == 8, "pro
  * the 2.4.114 structure followed by a VM-timeline out syncobj and input fences. With
  * vm_timeline_syncobj_out set, the kernel puts the fence of the page-table update the operation
  * made, "the last relevant update for this mapping" (amdgpu_gem_va_update_vm()), into that
- * syncobj at vm_timeline_point (0: as its binary fence); AMDGPU_VM_DELAY_UPDATE with it is
- * -EINVAL. A kernel with the shorter structure copies its 40 bytes and ignores the rest
- * (drm_ioctl() copies the smaller of the two sizes), so the point then never gets a fence.
+ * syncobj at vm_timeline_point (0: as its binary fence); with AMDGPU_VM_DELAY_UPDATE no update
+ * runs and no point is added. A kernel with the shorter structure reads its 40 bytes and ignores
+ * the rest (drm_ioctl() copies in no more than its own size), so the point then never gets a
+ * fence.
  */
 struct rvgl_drm_amdgpu_gem_va {
   uint32_t handle;
