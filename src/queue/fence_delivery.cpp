@@ -92,7 +92,7 @@ uint64_t FenceDelivery::add(uint32_t ring_idx, uint64_t fence_id,
     q.push_back({fence_id, std::move(source), point, mergeable});
     position = ++added_[ring_idx];
     ++waiting_;
-    if (!mergeable) exact_pending_.fetch_add(1, std::memory_order_relaxed);
+    pending_.fetch_add(1, std::memory_order_relaxed);
     busy_rings_ |= uint64_t{1} << ring_idx;
     // Only the ring's front decides: a fence behind an unreached one cannot retire first. The
     // front may be an earlier fence whose point the caller just made known (create_fence's
@@ -121,7 +121,7 @@ void FenceDelivery::collect_locked(Out *done) {
       // virgl_write_context_fence, crosvm's fence handler, vtest_signal_sync_queue), so a burst
       // costs one callback. Non-mergeable fences are each reported.
       if (!(p.mergeable && next_ready)) done->push_back({ring, p.fence_id});
-      if (!p.mergeable) exact_pending_.fetch_sub(1, std::memory_order_relaxed);
+      pending_.fetch_sub(1, std::memory_order_relaxed);
       ++retired_;
       ++taken_[ring];
       --waiting_;
@@ -253,11 +253,13 @@ void FenceDelivery::poll() {
   if (left_on_rings) signal_poll_fd();
 }
 
-uint64_t FenceDelivery::first_exact_point(const FenceSource *source) const {
-  // VMMs send mergeable fences (QEMU, crosvm): then there is nothing to look for. A fence added
-  // on the VMM's thread before a submission whose point the caller has read (an acquire load of
-  // the queue's last sequence number) is counted here, so the answer is as fresh as the lock's.
-  if (exact_pending_.load(std::memory_order_relaxed) == 0) return 0;
+uint64_t FenceDelivery::first_pending_point(const FenceSource *source) const {
+  // Mergeable or not, each fence waits for its own point: merging decides how fences that are
+  // done together are reported, never that one waits for later work (virglrenderer's drm
+  // contexts retire a fence with its own submission). A fence added on the VMM's thread before a
+  // submission whose point the caller has read (an acquire load of the queue's last sequence
+  // number) is counted here, so the answer is as fresh as the lock's.
+  if (pending_.load(std::memory_order_relaxed) == 0) return 0;
   std::lock_guard lk(mu_);
   uint64_t best = 0;
   uint64_t busy = busy_rings_;
@@ -265,7 +267,7 @@ uint64_t FenceDelivery::first_exact_point(const FenceSource *source) const {
     const uint32_t ring = static_cast<uint32_t>(__builtin_ctzll(busy));
     busy &= busy - 1;
     for (const Pending &p : rings_[ring]) {
-      if (p.source.get() != source || p.mergeable) continue;
+      if (p.source.get() != source) continue;
       if (!best || p.point < best) best = p.point;
       break;  // later fences of a ring wait for later points
     }

@@ -39,10 +39,10 @@ class FenceDelivery {
   ~FenceDelivery();  // fences still pending are dropped, never delivered
 
   // The fence retires once `source` reaches `point`; a null source means "as soon as every
-  // earlier fence of this ring has retired". Mergeable fences (VIRGL_RENDERER_FENCE_FLAG_MERGEABLE)
-  // may be observed late, together with later work (see arm points in queue_watch.h), and one that
-  // retires together with the next fence of its ring is reported by that fence alone (the VMM
-  // retires every earlier fence of the ring with it).
+  // earlier fence of this ring has retired". A mergeable fence
+  // (VIRGL_RENDERER_FENCE_FLAG_MERGEABLE) that retires together with the next fence of its ring
+  // is reported by that fence alone (the VMM retires every earlier fence of the ring with it);
+  // it is never held for later work.
   // Returns the fence's position on its ring (1 for the ring's first fence), 0 if dropped.
   uint64_t add(uint32_t ring_idx, uint64_t fence_id, std::shared_ptr<const FenceSource> source,
                uint64_t point, bool mergeable);
@@ -50,9 +50,9 @@ class FenceDelivery {
   // Delivers (or queues for poll) every fence whose point is now reached. Any thread.
   void progress();
 
-  // The lowest point a non-mergeable fence waits for on `source` (0: none): the point a watch on
-  // that source must wake for.
-  uint64_t first_exact_point(const FenceSource *source) const;
+  // The lowest point a fence waits for on `source` (0: none): the point a watch on that source
+  // must wake for.
+  uint64_t first_pending_point(const FenceSource *source) const;
   // Whether the fences at positions 1..n of `ring` (add()'s) have all been taken off it (retired
   // or merged). A ring's fences leave in order, so this says in O(1) that a destroyed queue's
   // fences are gone, whatever came after them.
@@ -130,9 +130,8 @@ class FenceDelivery {
   // Async: progress() found the delivery running during the deliverer's callbacks, or a collect
   // of the deliverer's left fences on their rings (out of memory).
   bool more_ = false;
-  // Pending fences that are not mergeable; written under mu_, read without it by
-  // first_exact_point().
-  std::atomic<uint64_t> exact_pending_{0};
+  // Pending fences; written under mu_, read without it by first_pending_point().
+  std::atomic<uint64_t> pending_{0};
   // Async: the deliverer's batch: touched under mu_ while delivering_ is clear (the collect that
   // claims the delivery), and then only by the thread that set delivering_, until it clears it;
   // kept so a delivery allocates nothing once the context has run.

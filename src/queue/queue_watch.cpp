@@ -10,8 +10,8 @@ uint64_t QueueWatch::arm_point() {
   const uint64_t last = queue_->last_submitted();
   if (retired() && last <= known) return 0;  // nothing more will be submitted to it
   uint64_t arm = last > known ? last : known + 1;
-  if (const uint64_t exact = delivery_.first_exact_point(&tl); exact > known && exact < arm)
-    arm = exact;
+  if (const uint64_t fenced = delivery_.first_pending_point(&tl); fenced > known && fenced < arm)
+    arm = fenced;
   return arm;
 }
 

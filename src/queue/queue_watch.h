@@ -2,12 +2,14 @@
 // point when the GPU reaches it, tells the health owner, and lets fence delivery retire what
 // waited for it.
 //
-// Arm point (why no kick is needed per fence or per submission): with work in flight, the newest
-// submitted point (one wakeup covers a burst), or earlier if a non-mergeable fence waits for an
-// earlier one; with nothing in flight, the next point, which the wait's WAIT_FOR_SUBMIT lets
-// the thread wait for before it is submitted. A fence created later for work already submitted
-// waits for a point at or after the armed one, so it is seen when that point (or the one armed
-// after it) is reached.
+// Arm point (why no kick is needed per fence or per submission): with work in flight, the point
+// of the oldest fence still waiting on the queue, or the newest submitted point when none waits
+// (one wakeup covers a burst nobody waits for); with nothing in flight, the next point, which
+// the wait's WAIT_FOR_SUBMIT lets the thread wait for before it is submitted. A fence created
+// later for work already submitted waits for a point at or after the armed one, so it is seen
+// when that point (or the one armed after it) is reached. A fence is never held for work
+// submitted after it, mergeable or not: the guest may make that later work wait for something
+// it does once the fence has signalled.
 #pragma once
 
 #include <atomic>

@@ -8,6 +8,8 @@
 
 #include "../tools/common/amd_packets.h"
 #include "support/context_harness.h"
+#include "support/gate_watchdog.h"
+#include "support/scoped_knob.h"
 
 using namespace rvgl;
 using namespace rvgl::test;
@@ -106,6 +108,53 @@ TEST_CASE("fences on one ring retire in order and never before the GPU job", "[c
   CHECK(seen == ids);
   for (uint32_t i = 0; i < 8; ++i)
     CHECK(buf.ptr<uint32_t>()[i] == i + 1);
+}
+
+TEST_CASE("a mergeable fence retires with its own job, not with work submitted after it",
+          "[context][fence]") {
+  // QEMU and crosvm send every ring fence MERGEABLE. Merging decides how fences done together are
+  // reported; a fence must not wait for a later job, which the guest may hold until it has seen
+  // that fence (a stream waiting on a value its host thread writes once an earlier job is done).
+  ScopedKnob lockup("RVGL_EMU_LOCKUP_TIMEOUT_MS", "30000", "2000");
+  // Job 1 still runs when its fence and job 2 come (a fence for work already done retires at
+  // once, whatever comes after).
+  ScopedKnob slow("RVGL_EMU_JOB_LATENCY_US", "20000", "0");
+  REQUIRE((lockup.ok() && slow.ok()));
+  const bool async = GENERATE(false, true);
+  INFO((async ? "async callbacks" : "poll mode"));
+  for (int round = 0; round < 3; ++round) {
+    INFO("round " << round);
+    ContextHarness h(test_config(), async);
+    h.create_shmem();
+    const uint64_t va0 = h.capset().va_start;
+    auto buf = h.mapped_bo(64 * 1024);
+    REQUIRE(h.va_map(buf.bo, 0, 0, va0, 64 * 1024) == 0);
+    int32_t r;
+    const uint32_t q = h.queue_create(RVGL_IP_SDMA, 1, &r);
+    REQUIRE(r == 0);
+    uint32_t *gate = buf.ptr<uint32_t>() + 1024;  // at va0 + 4 KiB
+    GateWatchdog watchdog(gate);                  // opened below, or in 10 s
+    // Job 1 writes a word; job 2 waits at the gate, then writes another. A fence after each.
+    std::vector<uint32_t> first, second;
+    pk::sdma_write_linear(first, va0, {1});
+    pk::sdma_pad(first);
+    pk::sdma_poll_mem_equal(second, va0 + 4096, 1, 0xffffffffu);
+    pk::sdma_write_linear(second, va0 + 4, {2});
+    pk::sdma_pad(second);
+    h.submit(q, {ContextHarness::write_ib(buf, va0, first, 8192)}, {}, &r);
+    REQUIRE(r == 0);
+    REQUIRE(h.fence(1, 11, true) == 0);
+    h.submit(q, {ContextHarness::write_ib(buf, va0, second, 12288)}, {}, &r);
+    REQUIRE(r == 0);
+    REQUIRE(h.fence(1, 12, true) == 0);
+    CHECK(h.wait_fence(1, 11, 3000));
+    CHECK(buf.ptr<uint32_t>()[0] == 1);
+    CHECK_FALSE(h.fences().has(1, 12));
+    watchdog.open();
+    CHECK(h.wait_fence(1, 12));
+    CHECK(buf.ptr<uint32_t>()[1] == 2);
+    CHECK(h.fences().size() == 2);
+  }
 }
 
 TEST_CASE("a fence on a ring with no work, or on ring 0, retires at once", "[context]") {

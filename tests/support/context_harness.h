@@ -278,10 +278,10 @@ class ContextHarness {
   }
 
   // Fences: create, then wait for delivery through the mode in use.
-  int fence(uint32_t ring, uint64_t id) {
+  int fence(uint32_t ring, uint64_t id, bool mergeable = false) {
     try {
       ProductCall product("create_fence");
-      return ctx_->create_fence(ring, id);
+      return ctx_->create_fence(ring, id, mergeable);
     } catch (const std::bad_alloc &) {
       return -ENOMEM;  // as the C API's guard answers
     }
