@@ -63,8 +63,9 @@ int Router::init(void *cookie, int flags, virgl_renderer_callbacks *cbs) {
   {
     std::lock_guard lk(mu_);
     if (initialized_) {
-      // The real library accepts a repeated init with identical arguments only.
-      if (cookie != vmm_.cookie() || flags != vmm_.flags()) return -EBUSY;
+      // The real library accepts a repeated init with identical arguments only: the same cookie,
+      // flags and callbacks structure (virgl_renderer_init(): state.cbs != cbs is -EBUSY).
+      if (cookie != vmm_.cookie() || flags != vmm_.flags() || cbs != vmm_.given()) return -EBUSY;
     } else {
       // A fresh start reads the environment again (a test may have changed it since cleanup).
       fresh = true;

@@ -26,7 +26,7 @@ size_t callbacks_size(int version) {
 }  // namespace
 
 VmmCallbacks::VmmCallbacks(void *cookie, int flags, const virgl_renderer_callbacks *cbs)
-    : cookie_(cookie), flags_(flags) {
+    : cookie_(cookie), flags_(flags), given_(cbs) {
   if (!cbs) return;
   version_ = cbs->version;
   const size_t n = callbacks_size(version_);

@@ -22,6 +22,9 @@ class VmmCallbacks {
 
   void *cookie() const { return cookie_; }
   int flags() const { return flags_; }
+  // The VMM's own structure, by address only (never read again): a repeated init must name the
+  // same one.
+  const virgl_renderer_callbacks *given() const { return given_; }
   int version() const { return version_; }
   // The VMM asked for write_context_fence from any thread (VIRGL_RENDERER_ASYNC_FENCE_CB).
   bool async_fences() const { return flags_ & VIRGL_RENDERER_ASYNC_FENCE_CB; }
@@ -40,6 +43,7 @@ class VmmCallbacks {
  private:
   void *cookie_ = nullptr;
   int flags_ = 0;
+  const virgl_renderer_callbacks *given_ = nullptr;
   int version_ = 0;
   WriteContextFenceFn write_context_fence_ = nullptr;
   WriteFenceFn write_fence_ = nullptr;

@@ -167,8 +167,12 @@ TEST_CASE("compute-only starts the real library without EGL", "[hooks][passthrou
   CHECK(virgl_renderer_context_create_with_flags(1, 2, 0, "") == EINVAL);
   CHECK(virgl_renderer_context_create_with_flags(2, kVenus, 0, "") == 0);
   virgl_renderer_context_destroy(2);
-  // A second init with other flags is refused, as by the real library.
+  // A second init with other flags is refused, as by the real library; so is one naming another
+  // callbacks structure (virgl_renderer_init() compares the pointer), whatever it holds.
   CHECK(virgl_renderer_init(&r, o.flags | VIRGL_RENDERER_ASYNC_FENCE_CB, nullptr) == -EBUSY);
+  virgl_renderer_callbacks other{};
+  other.version = 1;
+  CHECK(virgl_renderer_init(&r, o.flags, &other) == -EBUSY);
 }
 
 TEST_CASE("the API resolves to our library, with the real one behind it", "[hooks][passthrough]") {
