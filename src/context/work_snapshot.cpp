@@ -56,25 +56,10 @@ bool WorkSnapshot::wait(int64_t abs_timeout_ns) {
 
 bool wait_for_point(AmdgpuDevice &dev, const SyncTimeline &timeline, uint64_t point,
                     int64_t abs_timeout_ns) {
-  const uint32_t handle = timeline.handle();
-  for (;;) {
-    if (timeline.known_reached() >= point) return true;
-    uint32_t first = 0;
-    const int r = dev.syncobj_timeline_wait(
-        {&handle, 1}, {&point, 1}, abs_timeout_ns,
-        DRM_SYNCOBJ_WAIT_FLAGS_WAIT_ALL | DRM_SYNCOBJ_WAIT_FLAGS_WAIT_FOR_SUBMIT, &first);
-    if (r == 0) return true;
-    const int64_t now = monotonic_ns();
-    if (r == -ETIME || now >= abs_timeout_ns) return false;
-    // Refused (the kernel short of memory, say), not timed out: the work may still run, so the
-    // wait goes on, asked again a millisecond later. Ending here would hand guest pages back
-    // under a running job, or make a waiter that loops on this spin. The timeline's value is
-    // asked too: what the completion engine sees reached may not move meanwhile (in poll mode
-    // the VMM's thread, which may be this one, reports it; a closing context has no watch).
-    if (reached_now(timeline, point)) return true;
-    std::this_thread::sleep_for(
-        std::chrono::nanoseconds(std::min<int64_t>(kRefusedWaitRetryNs, abs_timeout_ns - now)));
-  }
+  return wait_syncobj_point(
+             dev, timeline.handle(), point, abs_timeout_ns,
+             DRM_SYNCOBJ_WAIT_FLAGS_WAIT_ALL | DRM_SYNCOBJ_WAIT_FLAGS_WAIT_FOR_SUBMIT,
+             &timeline) == 0;
 }
 
 void ComputeContext::wait_for_submitted_work(int64_t abs_timeout_ns) const {

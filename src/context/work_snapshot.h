@@ -47,9 +47,7 @@ class WorkSnapshot {
 };
 
 // Blocks until timeline reaches point or abs_timeout_ns (CLOCK_MONOTONIC); true when reached.
-// Allocates nothing. A wait the kernel refuses (any error but ETIME) is asked again every
-// kRefusedWaitRetryNs until the deadline: it says nothing about the work.
-constexpr int64_t kRefusedWaitRetryNs = 1'000'000;
+// Allocates nothing. A wait the kernel refuses is asked again (wait_syncobj_point).
 bool wait_for_point(AmdgpuDevice &dev, const SyncTimeline &timeline, uint64_t point,
                     int64_t abs_timeout_ns);
 

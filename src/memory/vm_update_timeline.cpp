@@ -1,19 +1,10 @@
 #include "memory/vm_update_timeline.h"
 
 #include <cerrno>
-#include <chrono>
-#include <thread>
 
-#include "util/monotonic_clock.h"
+#include "queue/sync_timeline.h"
 
 namespace rvgl {
-
-namespace {
-
-// How long a refused wait (not a timeout) waits before asking again.
-constexpr int64_t kRefusedRetryNs = 1'000'000;
-
-}  // namespace
 
 VmUpdateTimeline::~VmUpdateTimeline() {
   if (syncobj_) dev_->syncobj_destroy(syncobj_);
@@ -38,38 +29,24 @@ int VmUpdateTimeline::unmap(uint32_t handle, uint64_t va, uint64_t offset, uint6
 
 bool VmUpdateTimeline::wait(uint64_t point, int64_t abs_deadline_ns) {
   if (point <= waited_) return true;
-  for (;;) {
-    const int r = dev_->syncobj_timeline_wait({&syncobj_, 1}, {&point, 1}, abs_deadline_ns,
-                                              DRM_SYNCOBJ_WAIT_FLAGS_WAIT_ALL, nullptr);
-    if (r == 0) {
-      waited_ = point;
-      return true;
-    }
-    if (r == -EINVAL) {
-      // Every GEM_VA that took a point returned before this wait, so the point has no fence
-      // because the kernel added none. If it never added any, it does not know
-      // vm_timeline_syncobj_out (older than 6.16): not asked again. If it added earlier ones, it
-      // ran no update for this unmap then (amdgpu.debug_vm defers them to the next CS): nothing
-      // to wait for now, and nothing known.
-      uint64_t submitted = 0;
-      if (dev_->syncobj_query(syncobj_, &submitted, DRM_SYNCOBJ_QUERY_FLAGS_LAST_SUBMITTED) == 0 &&
-          submitted == 0)
-        kernel_ignores_ = true;
-      return false;
-    }
-    const int64_t now = monotonic_ns();
-    if (r == -ETIME || now >= abs_deadline_ns) return false;
-    // Refused (the kernel short of memory, say): asked again a millisecond later, and what the
-    // syncobj has reached is asked too, so a kernel that keeps refusing waits does not hold the
-    // VMM for the whole deadline once the update has run.
-    uint64_t value = 0;
-    if (dev_->syncobj_query(syncobj_, &value) == 0 && value >= point) {
-      waited_ = point;
-      return true;
-    }
-    std::this_thread::sleep_for(
-        std::chrono::nanoseconds(std::min<int64_t>(kRefusedRetryNs, abs_deadline_ns - now)));
+  const int r =
+      wait_syncobj_point(*dev_, syncobj_, point, abs_deadline_ns, DRM_SYNCOBJ_WAIT_FLAGS_WAIT_ALL);
+  if (r == 0) {
+    waited_ = point;
+    return true;
   }
+  if (r == -EINVAL) {
+    // Every GEM_VA that took a point returned before this wait, so the point has no fence
+    // because the kernel added none. If it never added any, it does not know
+    // vm_timeline_syncobj_out (older than 6.16): not asked again. If it added earlier ones, it
+    // ran no update for this unmap then (amdgpu.debug_vm defers them to the next CS): nothing
+    // to wait for now, and nothing known.
+    uint64_t submitted = 0;
+    if (dev_->syncobj_query(syncobj_, &submitted, DRM_SYNCOBJ_QUERY_FLAGS_LAST_SUBMITTED) == 0 &&
+        submitted == 0)
+      kernel_ignores_ = true;
+  }
+  return false;
 }
 
 }  // namespace rvgl

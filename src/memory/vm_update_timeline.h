@@ -32,13 +32,11 @@ class VmUpdateTimeline {
   int unmap(uint32_t handle, uint64_t va, uint64_t offset, uint64_t size);
   // The newest point handed to the kernel (0: none).
   uint64_t last_point() const { return last_point_; }
-  // Blocks until `point`'s update has run, or the deadline passes. A kernel that ignored the
-  // syncobj (older than 6.16: the point never gets a fence, a wait without WAIT_FOR_SUBMIT says
-  // so at once, -EINVAL, and no point was ever added) is not asked again: later unmaps carry no
-  // point. A wait the kernel
-  // refuses otherwise is asked again every millisecond, with the syncobj's value, until the
-  // deadline. Allocates nothing.
-  // Returns whether the update is known to have run.
+  // Blocks until `point`'s update has run, or the deadline passes; whether it is known to have
+  // run. A kernel that ignored the syncobj (older than 6.16: the point never gets a fence, a wait
+  // without WAIT_FOR_SUBMIT says so at once, -EINVAL, and no point was ever added) is not asked
+  // again: later unmaps carry no point. A refused wait is asked again (wait_syncobj_point).
+  // Allocates nothing.
   bool wait(uint64_t point, int64_t abs_deadline_ns);
   // Unmaps made without a point where the kernel knows the field (it refused the point): the
   // detach cannot wait for their updates (ContextStats::vm_updates_untracked).

@@ -42,4 +42,15 @@ class SyncTimeline final : public FenceSource {
   mutable std::atomic<uint64_t> known_{0};
 };
 
+// Waits for `point` of syncobj `handle` of `dev` until abs_timeout_ns (CLOCK_MONOTONIC): 0 once
+// it has signalled, -ETIME at the deadline, and without DRM_SYNCOBJ_WAIT_FLAGS_WAIT_FOR_SUBMIT
+// -EINVAL when nobody has added the point. A wait the kernel refuses otherwise (out of memory,
+// say) says nothing of the point: it is asked again every kRefusedWaitRetryNs until the deadline,
+// and the syncobj's value is asked in between, as is what `known` (when given: the same
+// syncobj's SyncTimeline) knows reached, since what another thread sees reached may not move
+// meanwhile. Allocates nothing.
+constexpr int64_t kRefusedWaitRetryNs = 1'000'000;
+int wait_syncobj_point(AmdgpuDevice &dev, uint32_t handle, uint64_t point, int64_t abs_timeout_ns,
+                       uint32_t flags, const SyncTimeline *known = nullptr);
+
 }  // namespace rvgl
