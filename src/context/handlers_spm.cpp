@@ -84,16 +84,19 @@ void ComputeContext::release_spm(uint32_t xcp) {
   ring_queue_[s->ring_idx()] = 0;
   const uint64_t key = device_key();
   const uint32_t ctx = ctx_id_;
-  // With nothing in the kernel the SPM is free when this returns (the reaper only joins the
-  // session's worker); a SET_DEST under way keeps it ours (arbiter and kernel) until the reaper
-  // has finished the session: another context's ACQUIRE gets -EBUSY meanwhile, for at most the
-  // remaining SET_DEST timeout.
-  std::function<void()> then;
-  if (s->release_if_idle())
+  // With nothing in the kernel the session is finished here and the SPM is free when this
+  // returns: its worker waits for no kernel call, so joining it is short, and a thread to do it
+  // would let a guest that acquires and releases in a loop start threads faster than they end.
+  // A SET_DEST under way keeps the SPM ours (arbiter and kernel) until the reaper has finished
+  // the session: an ACQUIRE of any context gets -EBUSY meanwhile, for at most the remaining
+  // SET_DEST timeout, so the reaper runs at most one such thread per device XCP.
+  if (s->release_if_idle()) {
+    s.reset();
     SpmArbiter::instance().release(key, xcp, ctx);
-  else
-    then = [key, xcp, ctx] { SpmArbiter::instance().release(key, xcp, ctx); };
-  SpmReaper::instance().retire(std::move(s), std::move(then));
+    return;
+  }
+  SpmReaper::instance().retire(std::move(s),
+                               [key, xcp, ctx] { SpmArbiter::instance().release(key, xcp, ctx); });
 }
 
 int32_t ComputeContext::cmd_spm_release(const Request &req, Response &) {

@@ -63,6 +63,11 @@ void SpmReaper::retire(std::unique_ptr<SpmSession> session, std::function<void()
   reap();
 }
 
+size_t SpmReaper::retired() const {
+  std::lock_guard lk(mu_);
+  return work_.size();
+}
+
 void SpmReaper::drain() {
   {
     std::unique_lock lk(mu_);

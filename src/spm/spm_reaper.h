@@ -29,6 +29,8 @@ class SpmReaper {
   // Waits until every retired session is gone, its `then` has run and been destroyed, and its
   // thread has exited (tests, and the library's exit).
   void drain();
+  // Retired sessions not yet joined, finished or not (tests).
+  size_t retired() const;
 
  private:
   // One retired session: what is left of it, and the thread finishing it.
@@ -44,7 +46,7 @@ class SpmReaper {
   // Joins the threads of finished work, outside mu_.
   void reap();
 
-  std::mutex mu_;
+  mutable std::mutex mu_;
   std::condition_variable idle_;
   std::list<Work> work_;  // mu_; list nodes stay put while their thread uses them
 };

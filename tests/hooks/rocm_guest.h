@@ -105,6 +105,8 @@ class RocmGuest {
                                      static_cast<int>(dw.size()));
   }
   int last_submit() const { return last_submit_; }
+  // The seqno for a request built by hand (submit_raw): seqnos must increase.
+  uint32_t next_seqno() { return ++seqno_; }
 
   uint32_t bo_create(uint64_t size, uint32_t domain, uint32_t flags, uint64_t blob_id) {
     rvgl_req_bo_create r{};

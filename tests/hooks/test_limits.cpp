@@ -18,6 +18,7 @@
 #include <cerrno>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "../../tools/common/amd_packets.h"
@@ -400,8 +401,9 @@ struct SpmContenders {
 }  // namespace
 
 TEST_CASE("an SPM released while no thread can start is finished on the VMM's thread", "[limits]") {
-  // The reaper finishes a released session on a thread of its own; without one it finishes it in
-  // place, so the SPM is not held for ever by a session nobody ends.
+  // A session released with a SET_DEST blocked in the kernel is finished on a reaper thread;
+  // without one it is finished in place (the VMM's call waits for the kernel's return), so the
+  // SPM is not held for ever by a session nobody ends. An idle session needs no thread at all.
   SpmContenders s;
   RocmGuest &a = s.a, &b = s.b;
   const rvgl_req_spm_acquire &acq = s.acq;
@@ -415,10 +417,35 @@ TEST_CASE("an SPM released while no thread can start is finished on the VMM's th
     rvgl::test::wait_for([&] { return (res = acquire(g)) != -EBUSY; });
     return res;
   };
+  // The emulated SPM fills nothing at this rate: a SET_DEST stays in the kernel to its timeout.
+  REQUIRE(rvgl_emu_set_knob("RVGL_EMU_SPM_RATE_HZ", "10") == 0);
+  constexpr uint64_t kDest = 64 * 1024;
+  const uint32_t dest = a.bo_create(kDest, RVGL_DOMAIN_GTT, RVGL_BO_FLAG_CPU_ACCESS, 0);
   for (int round = 0; round < 5; ++round) {
+    INFO("round " << round);
     REQUIRE(acquire_once_free(a) == 0);
     CHECK(acquire(b) == -EBUSY);
+    // Idle: released with no thread asked for.
     int32_t released = -1;
+    if (!with_threads_failing(
+            [&] { released = a.call<rvgl_rsp_spm_release>(RVGL_CMD_SPM_RELEASE, rel).hdr.result; }))
+      FAIL("an exception left virgl_renderer_submit_cmd");
+    CHECK(released == 0);
+    CHECK(g_failed_threads.load() == 0);
+    REQUIRE(acquire(a) == 0);
+    // Busy: a SET_DEST the worker took to the kernel, then a second in the kernel's place.
+    for (int i = 0; i < 2; ++i) {
+      rvgl_req_spm_set_dest sd{};
+      sd.bo = dest;
+      sd.size = kDest;
+      sd.timeout_ms = i == 0 ? 0 : 100;
+      sd.hdr = {RVGL_CMD_SPM_SET_DEST, sizeof(sd), a.next_seqno(), RVGL_RSP_NONE};
+      std::vector<uint8_t> bytes(sizeof(sd));
+      std::memcpy(bytes.data(), &sd, sizeof(sd));
+      REQUIRE(a.submit_raw(bytes) == 0);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));  // the second is in the kernel
+    released = -1;
     if (!with_threads_failing(
             [&] { released = a.call<rvgl_rsp_spm_release>(RVGL_CMD_SPM_RELEASE, rel).hdr.result; }))
       FAIL("an exception left virgl_renderer_submit_cmd");
@@ -429,6 +456,7 @@ TEST_CASE("an SPM released while no thread can start is finished on the VMM's th
     REQUIRE(b.call<rvgl_rsp_spm_release>(RVGL_CMD_SPM_RELEASE, rel).hdr.result == 0);
     CHECK(serves(a));
   }
+  REQUIRE(rvgl_emu_set_knob("RVGL_EMU_SPM_RATE_HZ", "1000") == 0);
   CHECK(acquire_once_free(a) == 0);
 }
 
