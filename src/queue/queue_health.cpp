@@ -574,30 +574,42 @@ void QueueHealth::check(int64_t now) {
   // comes anyway. Asked after the fault was read, so whatever made it was submitted by then, and
   // only then: walks of the context's queues, and the module parameter's file (no allocation:
   // kernel_params.cpp).
+  // A queue of this look still in submit() may be the one whose completion brought the look (the
+  // GPU ran the job before the CS returned): then no later completion brings the look the fault
+  // waits for, so the look's queues are looked at once more, after the pacing interval.
+  bool look_after_submit = false;
   if (new_fault && failed == 0 &&
       (std::any_of(seen.begin(), seen.end(),
                    [](const Seen &s) { return !s.before.lost && s.q->work_past(s.reached); }) ||
        busy_outside(seen)) &&
-      read_vm_fault_mode() == VmFaultMode::kStop)
+      read_vm_fault_mode() == VmFaultMode::kStop) {
     new_fault = false;
+    look_after_submit = std::any_of(seen.begin(), seen.end(), [](const Seen &s) {
+      return !s.before.lost && s.q->submitting();
+    });
+  }
   if (new_fault) last_fault_ = fault;  // taken
 
   // A fault is a queue's only when no other queue of the look can have made it: the fault cache
   // names no ring. Where the kernel stops a faulting job (vm_fault_stop=2) the job fails, so it
-  // is the queue whose job failed, if one alone did; a cancelled job never ran (the scheduler
-  // skips a job whose fence it cancelled: drm_sched_entity_pop_job(), amdgpu_job_run()).
-  // Otherwise (the kernel's default drops the access and the job goes on, so a failure of
-  // another cause proves nothing) it is the only queue of the look. A queue lost before this look
-  // completes nothing new (a cancelled job's signal, a refused submission): it is none of these.
+  // is the kernel queue whose job failed, if one alone did, and never one whose jobs all ran to
+  // their end (a fault of a destroyed queue's halted job, which no look takes, is nobody's); a
+  // cancelled job never ran (the scheduler skips a job whose fence it cancelled:
+  // drm_sched_entity_pop_job(), amdgpu_job_run()). Otherwise (the kernel's default drops the
+  // access and the job goes on, so a failure of another cause proves nothing) it is the only
+  // kernel queue of the look. A user queue stops on its fault in either mode (the kernel reports
+  // it hung), so it is one only when it was the only queue looked at. A queue lost before this
+  // look completes nothing new (a cancelled job's signal, a refused submission): it is none of
+  // these.
   Seen *fault_owner = nullptr;
   uint32_t fault_queue = RVGL_EVENT_QUEUE_NONE;  // a user queue's handle, when it is theirs
   if (new_fault) {
-    const bool stops = failed && read_vm_fault_mode() == VmFaultMode::kStop;
+    const bool stops = read_vm_fault_mode() == VmFaultMode::kStop;
     if (stops && failed == 1)
       fault_owner = only_failed;
     else if (!stops && live == 1 && users.empty())
       fault_owner = only_live;
-    else if (!stops && live == 0 && users.size() == 1)
+    else if (live == 0 && users.size() == 1)
       fault_queue = users[0].first;
     // Nobody can tell whose it is: posted once, before any queue of the look is published lost.
     if (!fault_owner && fault_queue == RVGL_EVENT_QUEUE_NONE)
@@ -656,6 +668,8 @@ void QueueHealth::check(int64_t now) {
     if (lost && timed_out && !faulted) flags |= RVGL_QUEUE_FLAG_HANG;
     const uint32_t fresh = flags & ~st.flags;
     const uint64_t done = std::max(s.reached, s.q->timeline()->known_reached());
+    const VramLossCount vram_count =
+        (fresh & RVGL_QUEUE_FLAG_VRAM_LOST) ? read_vram_loss_count() : VramLossCount{};
 
     // Posted and published under mu_. The queue is still there: remove() waits this check out
     // before it erases the queue (the lookups of the check's helpers rely on that too; their
@@ -676,10 +690,8 @@ void QueueHealth::check(int64_t now) {
       post(RVGL_EVENT_QUEUE_RESET, s.handle, RVGL_EVENT_RESET_GUILTY | vram, done);
     else if (fresh & (RVGL_QUEUE_FLAG_INNOCENT | RVGL_QUEUE_FLAG_VRAM_LOST))
       post(RVGL_EVENT_QUEUE_RESET, s.handle, RVGL_EVENT_RESET_INNOCENT | vram, done);
-    if (vram && !vram_lost_reported_) {
-      vram_lost_reported_ = true;
+    if (vram && vram_loss_untold(vram_count))
       post(RVGL_EVENT_DEVICE_RESET, RVGL_EVENT_QUEUE_NONE, RVGL_EVENT_RESET_VRAM_LOST, 0);
-    }
     st.flags |= flags;
     if (lost) {
       st.lost = true;
@@ -698,6 +710,14 @@ void QueueHealth::check(int64_t now) {
   {
     std::lock_guard lk(mu_);
     expect_reset_locked(now, answer, hang, follow_up, trusted);
+    if (look_after_submit) {
+      for (const Seen &s : seen) {
+        auto it = queues_.find(s.handle);
+        if (it == queues_.end() || it->second.queue != s.q || s.before.lost) continue;
+        mark_locked(it->second);
+        look_again = true;
+      }
+    }
     if (look_again) {
       [[maybe_unused]] const bool due = check_due_locked(now, true);  // files the deadline
     }
@@ -830,6 +850,31 @@ void QueueHealth::check_users(std::vector<std::pair<uint32_t, std::shared_ptr<Us
     }
     q->publish(st);
   }
+}
+
+QueueHealth::VramLossCount QueueHealth::read_vram_loss_count() const {
+  // The device's count of VRAM losses (amdgpu_info_ioctl(): AMDGPU_INFO_VRAM_LOST_COUNTER reads
+  // adev->vram_lost_counter), which a queue's VRAMLOST flag compares with its context's copy.
+  VramLossCount c;
+  c.known = dev_->query_info(AMDGPU_INFO_VRAM_LOST_COUNTER, &c.value, sizeof(c.value)) == 0;
+  return c;
+}
+
+bool QueueHealth::vram_loss_untold(const VramLossCount &now) {
+  if (!vram_loss_told_) {
+    vram_loss_told_ = true;
+    vram_loss_last_ = now;
+    return true;
+  }
+  // Without a count to compare, a second loss cannot be told from the one told: none is posted.
+  if (!now.known) return false;
+  if (!vram_loss_last_.known) {
+    vram_loss_last_ = now;  // the loss told had no count: taken as this one
+    return false;
+  }
+  if (now.value == vram_loss_last_.value) return false;
+  vram_loss_last_ = now;
+  return true;
 }
 
 uint64_t QueueHealth::checks() const {

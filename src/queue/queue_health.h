@@ -322,7 +322,18 @@ class QueueHealth final : public CompletionEngine::Watch, public ResetListener {
 
   // Engine thread only (checks never run concurrently: they run on that thread).
   rvgl_drm_amdgpu_info_gpuvm_fault last_fault_{};
-  bool vram_lost_reported_ = false;
+  // DEVICE_RESET is posted once per VRAM loss: the first time a kernel queue of the context
+  // reports one the device's loss count has moved to. The count is read outside mu_ (an
+  // ioctl), the decision made under it, once the queue is known to be still there.
+  struct VramLossCount {
+    bool known = false;  // the kernel answered
+    uint32_t value = 0;
+  };
+  VramLossCount read_vram_loss_count() const;
+  // True when `now` is a loss not told yet (mu_ held), which counts as told from then on.
+  bool vram_loss_untold(const VramLossCount &now);
+  bool vram_loss_told_ = false;
+  VramLossCount vram_loss_last_;
   // A check classified a hang before the probe reported the reset that ended it: when soft
   // recovery or a ring reset ends a hang, the kernel moves the device's reset counter only after
   // the hung job's fence signalled (amdgpu_job_timedout()), and the context's other queues (and

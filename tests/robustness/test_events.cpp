@@ -268,6 +268,53 @@ TEST_CASE("a GPU reset with VRAM lost reaches innocent queues and the device, 10
   }
 }
 
+TEST_CASE("each VRAM loss a context's queues see is one DEVICE_RESET, 3 losses each mode",
+          "[robust][events]") {
+  // A queue created after a VRAM loss has VRAM again (its kernel context's copy of the loss count
+  // is current), so a later loss is news to it: each loss is its own DEVICE_RESET. Before, the
+  // first one was the context's only one.
+  for (const bool async : {true, false}) {
+    INFO(mode_name(async));
+    ScopedKnob vram("RVGL_EMU_RESET_VRAM_LOST", "1");
+    ScopedKnob reset("RVGL_EMU_RESET_JOB", "1");  // every kernel context's 1st job
+    REQUIRE(vram.ok());
+    REQUIRE(reset.ok());
+    Guest g(23000 + 100 * async, async);
+    uint32_t compute = g.compute, sdma = g.sdma, ring = 1;
+    for (uint32_t loss = 0; loss < 3; ++loss) {
+      INFO("loss " << loss);
+      REQUIRE(g.write(g.va, 1, compute) == 0);
+      REQUIRE(g.fenced(ring));
+      REQUIRE(until(g, [&] {
+        return g.h.queue_state(compute).state == RVGL_QUEUE_STATE_LOST &&
+               g.h.queue_state(sdma).state == RVGL_QUEUE_STATE_LOST;
+      }));
+      REQUIRE(until(g, [&] { return health_deadline(g) == 0; }));
+      const auto ev = read_events(g.h);
+      INFO("events: " << describe(ev));
+      REQUIRE(ev.size() == 3);
+      uint32_t device = 0, resets = 0;
+      for (const auto &e : ev) {
+        device += e.type == RVGL_EVENT_DEVICE_RESET;
+        resets += e.type == RVGL_EVENT_QUEUE_RESET &&
+                  e.payload[0] == (RVGL_EVENT_RESET_INNOCENT | RVGL_EVENT_RESET_VRAM_LOST) &&
+                  (e.queue == compute || e.queue == sdma);
+      }
+      CHECK(device == 1);
+      CHECK(resets == 2);
+      REQUIRE(g.h.queue_destroy(compute) == 0);
+      REQUIRE(g.h.queue_destroy(sdma) == 0);
+      int32_t r;
+      ring = 10 + loss;
+      compute = g.h.queue_create(RVGL_IP_COMPUTE, ring, &r);
+      REQUIRE(r == 0);
+      sdma = g.h.queue_create(RVGL_IP_SDMA, 20 + loss, &r);
+      REQUIRE(r == 0);
+    }
+    CHECK(g.header().event_overflow == 0);
+  }
+}
+
 namespace {
 
 constexpr uint32_t kFaultingQueues = 80;  // two records each (fault, reset): 160 > 128 entries
@@ -368,6 +415,56 @@ TEST_CASE("a fault whose halted job has not failed yet is not another queue's, 5
       CHECK(ev[1].payload[0] == RVGL_EVENT_RESET_GUILTY);
       CHECK(g.h.queue_state(g.compute).flags ==
             (RVGL_QUEUE_FLAG_GUILTY | RVGL_QUEUE_FLAG_VM_FAULT));
+      const auto st = g.h.queue_state(g.sdma);
+      CHECK(st.state == RVGL_QUEUE_STATE_OK);
+      CHECK(st.flags == 0);
+      CHECK(g.header().event_overflow == 0);
+    }
+  }
+}
+
+TEST_CASE("a fault of a destroyed queue's halted job is nobody's, 5 times each mode",
+          "[robust][events]") {
+  // vm_fault_stop=2 again, the faulting queue destroyed while its job is halted: no look takes
+  // that job's failure (its queue is gone), so the next look, of a queue whose job ran to its
+  // end, finds the fault new. Where a faulting job stops, that queue cannot have made it: the
+  // fault is posted for no queue, and the queue stays as it was (it was given the fault).
+  ScopedKnob stop("RVGL_EMU_VM_FAULT_STOP", "2");
+  ScopedKnob halt("RVGL_EMU_FAULT_HALT_MS", "300", "0");
+  REQUIRE(halt.ok());
+  for (const bool async : {true, false}) {
+    for (uint32_t run = 0; run < 5; ++run) {
+      INFO(mode_name(async) << ", run " << run);
+      Guest g(3500 + 100 * async + run, async);
+      const uint64_t hole = g.va + (1ull << 30);  // mapped nowhere
+      const uint64_t faults = emu_counters().vm_faults;
+      REQUIRE(g.write(hole, 1) == 0);
+      REQUIRE(until(g, [&] { return emu_counters().vm_faults == faults + 1; }));
+      REQUIRE(g.h.queue_destroy(g.compute) == 0);
+      REQUIRE(until(g, [&] { return health_deadline(g) == 0; }));
+      const uint64_t checks = g.h.ctx().health().checks();
+      std::vector<uint32_t> dw;
+      pk::sdma_write_linear(dw, g.va + 4, {7});
+      g.ib_off = (g.ib_off + 256) % (64 * kPage);
+      int32_t r;
+      g.h.submit(g.sdma, {ContextHarness::write_ib(g.ib, g.va + (1 << 24), dw, g.ib_off)}, {}, &r);
+      REQUIRE(r == 0);
+      REQUIRE(g.fenced(2));
+      REQUIRE(until(g, [&] { return g.h.ctx().health().checks() > checks; }));
+      CHECK(g.data.ptr<uint32_t>()[1] == 7);
+      // The halted job fails too (its queue is gone: no record of it), then nothing is due.
+      REQUIRE(until(g, [&] {
+        return emu_counters().vm_faults == faults + 1 && health_deadline(g) == 0 &&
+               g.h.ctx().health().settled();
+      }));
+      std::this_thread::sleep_for(std::chrono::milliseconds(350));
+      REQUIRE(until(g, [&] { return health_deadline(g) == 0; }));
+      const auto ev = read_events(g.h);
+      INFO("events: " << describe(ev));
+      REQUIRE(ev.size() == 1);
+      CHECK(ev[0].type == RVGL_EVENT_VM_FAULT);
+      CHECK(ev[0].queue == RVGL_EVENT_QUEUE_NONE);
+      CHECK((ev[0].payload[0] & ~0xfffull) == (hole & ~0xfffull));
       const auto st = g.h.queue_state(g.sdma);
       CHECK(st.state == RVGL_QUEUE_STATE_OK);
       CHECK(st.flags == 0);
