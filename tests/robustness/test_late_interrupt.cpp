@@ -131,6 +131,13 @@ TEST_CASE("a fault the kernel records after the user fence was written goes to i
 
     REQUIRE(g.h.wait_fence(kRingA, 1));
     REQUIRE(wait_for([&] { return emu_counters().vm_faults == faults_before + 1; }));
+    // a's check has run, however late the engine's thread got to it: a look that held b's
+    // completion too could name neither queue. A check taken before the kernel's signal leaves
+    // the fault in the cache, for b's look below to blame b.
+    REQUIRE(wait_for([&] {
+      return g.h.ctx().health().settled() &&
+             const_cast<QueueHealth &>(g.h.ctx().health()).deadline_ns() == 0;
+    }));
     // Work completed on another queue after the fault: the queue the next look would blame if
     // the first had been taken too early.
     g.submit(g.b, 1, 0xb1);
