@@ -567,22 +567,23 @@ void QueueHealth::check(int64_t now) {
   }
   rvgl_drm_amdgpu_info_gpuvm_fault fault{};
   bool new_fault = queues_looked_at && !any_unread && !any_awaiting && peek_new_fault(&fault);
+  // Both rules below depend on the kernel's fault mode: the module parameter's file is read once,
+  // and only for a new fault (no allocation: kernel_params.cpp).
+  const bool stop_mode = new_fault && read_vm_fault_mode() == VmFaultMode::kStop;
   // Where a faulting job fails (vm_fault_stop=2), a look with no failed job did not make the
   // fault: it is left in the cache for the look of the queue that may have, one with work in
   // flight (a submission under way included: the job may run and fault before the CS returns),
   // or completions marked since this look took its queues (its failure among them); that look
   // comes anyway. Asked after the fault was read, so whatever made it was submitted by then, and
-  // only then: walks of the context's queues, and the module parameter's file (no allocation:
-  // kernel_params.cpp).
+  // only then: walks of the context's queues.
   // A queue of this look still in submit() may be the one whose completion brought the look (the
   // GPU ran the job before the CS returned): then no later completion brings the look the fault
   // waits for, so the look's queues are looked at once more, after the pacing interval.
   bool look_after_submit = false;
-  if (new_fault && failed == 0 &&
+  if (stop_mode && failed == 0 &&
       (std::any_of(seen.begin(), seen.end(),
                    [](const Seen &s) { return !s.before.lost && s.q->work_past(s.reached); }) ||
-       busy_outside(seen)) &&
-      read_vm_fault_mode() == VmFaultMode::kStop) {
+       busy_outside(seen))) {
     new_fault = false;
     look_after_submit = std::any_of(seen.begin(), seen.end(), [](const Seen &s) {
       return !s.before.lost && s.q->submitting();
@@ -604,10 +605,9 @@ void QueueHealth::check(int64_t now) {
   Seen *fault_owner = nullptr;
   uint32_t fault_queue = RVGL_EVENT_QUEUE_NONE;  // a user queue's handle, when it is theirs
   if (new_fault) {
-    const bool stops = read_vm_fault_mode() == VmFaultMode::kStop;
-    if (stops && failed == 1)
+    if (stop_mode && failed == 1)
       fault_owner = only_failed;
-    else if (!stops && live == 1 && users.empty())
+    else if (!stop_mode && live == 1 && users.empty())
       fault_owner = only_live;
     else if (live == 0 && users.size() == 1)
       fault_queue = users[0].first;
