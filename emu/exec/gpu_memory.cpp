@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "core/counters.h"
 #include "memory/va_layout.h"
 #include "util/user_memory.h"
 
@@ -19,7 +20,13 @@ FaultPolicy fault_policy_from_knob(uint64_t vm_fault_stop) {
 // The status register latches the first fault; the follow-ups of a burst read back 0 and
 // amdgpu_vm_update_fault_cache() ignores them, so the cache holds the first fault of the job.
 void GpuMemory::note_fault(const VmFault &f) {
-  if (!fault_seen_) fault_ = f;
+  if (!fault_seen_) {
+    fault_ = f;
+    if (record_ == FaultRecord::kAtFault) {
+      vm_.record_fault(f);
+      counters().vm_faults.fetch_add(1, std::memory_order_relaxed);
+    }
+  }
   fault_seen_ = true;
   if (policy_ == FaultPolicy::Stop) stopped_ = true;
 }

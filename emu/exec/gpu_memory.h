@@ -2,7 +2,9 @@
 // file's VM. What a fault does depends on amdgpu.vm_fault_stop (RVGL_EMU_VM_FAULT_STOP): by
 // default (0) the hub redirects the faulting access to the dummy page — the write is dropped, the
 // read returns zeros — and the engine carries on; with 2 the first fault stops the job. Either way
-// the first fault of the job is kept for the VM's fault cache.
+// the first fault of the job is kept for the VM's fault cache, and where the caller asks, it is
+// put there when it happens, as the kernel's handler of the fault's own interrupt does while the
+// job goes on.
 #pragma once
 
 #include <cstdint>
@@ -11,6 +13,15 @@
 #include "memory/gpu_vm.h"
 
 namespace rvgl::emu {
+
+// When the VM's fault cache learns of the job's first fault.
+enum class FaultRecord {
+  kByCaller,  // the caller records fault() (with the job's end, or not at all)
+  // At once: the fault's interrupt is handled while the job runs (gmc_v9_0/gmc_v11_0's
+  // process_interrupt -> amdgpu_vm_update_fault_cache() for the fault's own IH entry, whatever
+  // the job does next).
+  kAtFault,
+};
 
 enum class FaultPolicy {
   Continue,  // vm_fault_stop=0 or 1: gfxhub *_set_fault_enable_default(adev, true), the dummy page
@@ -24,12 +35,14 @@ class GpuMemory {
  public:
   // ticket: the job's GpuVm::Ticket::seq() (what it still sees of mappings removed since).
   GpuMemory(GpuVm &vm, uint64_t injected_fault_va, uint64_t injected_fault_len,
-            FaultPolicy policy = FaultPolicy::Stop, uint64_t ticket = kNoVmTicket)
+            FaultPolicy policy = FaultPolicy::Stop, uint64_t ticket = kNoVmTicket,
+            FaultRecord record = FaultRecord::kByCaller)
       : vm_(vm),
         inj_va_(injected_fault_va),
         inj_len_(injected_fault_len),
         policy_(policy),
-        ticket_(ticket) {}
+        ticket_(ticket),
+        record_(record) {}
 
   // Each returns false only when the access faulted under FaultPolicy::Stop.
   bool read(uint64_t va, void *dst, uint64_t len);
@@ -42,7 +55,8 @@ class GpuMemory {
   // Fills len bytes with the low `elem` bytes of `pattern` repeated (elem 1, 2 or 4).
   bool fill(uint64_t dst, uint32_t pattern, uint32_t elem, uint64_t len);
 
-  // Whether any access faulted (under either policy), and the first fault.
+  // Whether any access faulted (under either policy), and the first fault. With
+  // FaultRecord::kAtFault that fault is in the VM's cache already.
   bool faulted() const { return fault_seen_; }
   const VmFault &fault() const { return fault_; }
   uint64_t bytes_copied() const { return bytes_copied_; }
@@ -61,6 +75,7 @@ class GpuMemory {
   uint64_t inj_va_, inj_len_;
   FaultPolicy policy_;
   uint64_t ticket_;
+  FaultRecord record_;
   bool stopped_ = false;
   bool fault_seen_ = false;
   VmFault fault_;

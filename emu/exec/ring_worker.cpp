@@ -336,9 +336,15 @@ void RingWorker::run(Job &job) {
   ExecStatus st = ExecStatus::Ok;
   VmFault fault;
   bool faulted = false;
+  // The fault's own interrupt is handled while the job goes on (the kernel's default lets it
+  // run to its end, a long time after). A latency set for the end-of-pipe interrupt
+  // (RVGL_EMU_IRQ_LATENCY_US, which tests use to hold it) delays the fault's entry too: it is
+  // handled with the job's end then, before it in the IH ring's order.
+  const bool irq_at_once = k.irq_latency_us.load() == 0;
   {
     GpuMemory mem(*job.vm, k.fault_va.load(), k.fault_len.load(),
-                  fault_policy_from_knob(k.vm_fault_stop.load()), job.vm_ticket.seq());
+                  fault_policy_from_knob(k.vm_fault_stop.load()), job.vm_ticket.seq(),
+                  irq_at_once ? FaultRecord::kAtFault : FaultRecord::kByCaller);
     ExecContext cx{mem, profile_, lockup, stop_};
     for (const IbRange &ib : job.ibs) {
       // What the ring's IB packet carries: a 20-bit dword count (gfx_v11_0_ring_emit_ib_compute
@@ -354,13 +360,13 @@ void RingWorker::run(Job &job) {
     counters().bytes_copied.fetch_add(mem.bytes_copied(), std::memory_order_relaxed);
     counters().bytes_written.fetch_add(mem.bytes_written(), std::memory_order_relaxed);
     fault = mem.fault();
-    faulted = mem.faulted();
+    faulted = mem.faulted() && !irq_at_once;  // recorded when it happened otherwise
   }
   end_of_job(st == ExecStatus::Ok);
-  // The handler takes the IH ring in order (amdgpu_ih_process), and the fault's entry precedes
-  // the job's end-of-pipe one: the VM's fault cache is filled (gmc_v10_0_process_interrupt ->
-  // amdgpu_vm_update_fault_cache) before the fence signals, whether or not the job went on.
-  // Nothing is blamed for it here.
+  // A fault held with the end-of-pipe interrupt: the handler takes the IH ring in order
+  // (amdgpu_ih_process), and the fault's entry precedes the job's end-of-pipe one, so the VM's
+  // fault cache is filled (gmc_v10_0_process_interrupt -> amdgpu_vm_update_fault_cache) before
+  // the fence signals, whether or not the job went on. Nothing is blamed for it here.
   if (faulted) {
     job.vm->record_fault(fault);
     counters().vm_faults.fetch_add(1, std::memory_order_relaxed);

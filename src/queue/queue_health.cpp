@@ -601,15 +601,21 @@ void QueueHealth::check(int64_t now) {
   // kernel queue of the look. A user queue stops on its fault in either mode (the kernel reports
   // it hung), so it is one only when it was the only queue looked at. A queue lost before this
   // look completes nothing new (a cancelled job's signal, a refused submission): it is none of
-  // these.
+  // these. In the default mode either holds only while no other kernel queue has work the GPU
+  // may be running or has run since its last look: the kernel records a fault when the fault's
+  // interrupt comes, while its job goes on (asked after the fault was read, so a job that made it
+  // was submitted by then). Left for a later look, such a fault could go nowhere better: a job that
+  // made it ends like any other, and that look would give it to whichever queue completed.
   Seen *fault_owner = nullptr;
   uint32_t fault_queue = RVGL_EVENT_QUEUE_NONE;  // a user queue's handle, when it is theirs
   if (new_fault) {
+    // In stop mode a look with no failed job has left the fault above while others were busy.
+    const bool others_may_have = !stop_mode && busy_outside(seen);
     if (stop_mode && failed == 1)
       fault_owner = only_failed;
-    else if (!stop_mode && live == 1 && users.empty())
+    else if (!stop_mode && !others_may_have && live == 1 && users.empty())
       fault_owner = only_live;
-    else if (live == 0 && users.size() == 1)
+    else if (!others_may_have && live == 0 && users.size() == 1)
       fault_queue = users[0].first;
     // Nobody can tell whose it is: posted once, before any queue of the look is published lost.
     if (!fault_owner && fault_queue == RVGL_EVENT_QUEUE_NONE)
@@ -778,7 +784,7 @@ bool QueueHealth::busy_outside(const std::vector<Seen> &seen) const {
                          [](const Seen &s, uint32_t handle) { return s.handle < handle; });
     if (in != seen.end() && in->handle == h) continue;
     if (t.queue->status().lost) continue;
-    if (t.dirty) return true;
+    if (t.dirty || t.held) return true;  // completions not looked at yet
     if (t.queue->work_past(std::max(t.reached, t.queue->timeline()->known_reached()))) return true;
   }
   return false;

@@ -261,8 +261,8 @@ class QueueHealth final : public CompletionEngine::Watch, public ResetListener {
   // each queue whose point is known only from its user fence. Engine thread.
   bool all_signalled(std::vector<Seen> &seen);
   // Whether a live kernel queue this look does not cover has work not seen to end, or
-  // completions marked since the look took its queues (takes mu_): the fault cache may hold that
-  // work's fault.
+  // completions not looked at (marked since the look took its queues, or held out of it; takes
+  // mu_): the fault cache may hold that work's fault.
   bool busy_outside(const std::vector<Seen> &seen) const;
   // Files a check of what is marked: the next allowed check's deadline, or now when one is
   // allowed now (for a caller that does not run it itself).
@@ -313,11 +313,11 @@ class QueueHealth final : public CompletionEngine::Watch, public ResetListener {
   uint64_t checks_ = 0;
   // due_ns_ when set, else the earliest of the user poll and the looks (0: none).
   std::atomic<int64_t> deadline_{0};
-  // A check was postponed for a kernel signal (postpone()) and has not run since. A completion
-  // marked now would join it and, with two queues in one look, a fault that did not fail its
-  // job would be blamed on neither: the engine runs the waiting check first (completed()), and
+  // A check was postponed for a kernel signal (postpone()) and has not run since. No completion
+  // marked now joins it: the engine runs the waiting check first (completed()), and
   // completed_later() leaves the completion to the engine. A queue that check did not take and
-  // that is marked while it still waits (it was postponed again) is held (Tracked::held).
+  // that is marked while it still waits (it was postponed again) is held (Tracked::held), which
+  // busy_outside() counts as work not looked at, as it would a queue the look had joined.
   bool waiting_signal_ = false;
 
   // Engine thread only (checks never run concurrently: they run on that thread).

@@ -6,6 +6,10 @@
 // kernel's signal (docs/threads.md). Both ways the host learns of a job early are driven into the
 // gap with the check due: the VMM's poll in poll mode, called for another reason (this failed
 // before poll() asked the kernel), and create_fence with async callbacks.
+//
+// The other way round, the kernel's default fault mode records a fault when the fault's own
+// interrupt comes, while its job goes on: a look brought by another queue's completion then finds
+// a fault of work still running, which is not that queue's (the last case).
 #include <catch2/catch.hpp>
 
 #include <chrono>
@@ -13,6 +17,7 @@
 #include <thread>
 
 #include "robustness/robust_support.h"
+#include "support/gate_watchdog.h"
 #include "support/held_interrupts.h"
 
 using namespace rvgl;
@@ -71,9 +76,20 @@ struct TwoQueues {
       pk::pm4_write_data(dw, va + slot * 4, {marker});
       if (bad_va) pk::pm4_write_data(dw, bad_va, {1});
     }
+    submit_ib(queue, slot, dw);
+  }
+  // Runs `dw` on `queue` from the IB buffer's slot `slot` (256 bytes each).
+  void submit_ib(uint32_t queue, uint32_t slot, const std::vector<uint32_t> &dw) {
     int32_t r;
     h.submit(queue, {ContextHarness::write_ib(ib, va + (1 << 24), dw, slot * 256)}, {}, &r);
     REQUIRE(r == 0);
+  }
+  // Every check filed so far has run and none is due: the health owner's own state.
+  void wait_checked() {
+    REQUIRE(wait_for([&] {
+      return h.ctx().health().settled() &&
+             const_cast<QueueHealth &>(h.ctx().health()).deadline_ns() == 0;
+    }));
   }
   uint32_t word(uint32_t slot) {
     return __atomic_load_n(data.ptr<uint32_t>() + slot, __ATOMIC_ACQUIRE);
@@ -134,10 +150,7 @@ TEST_CASE("a fault the kernel records after the user fence was written goes to i
     // a's check has run, however late the engine's thread got to it: a look that held b's
     // completion too could name neither queue. A check taken before the kernel's signal leaves
     // the fault in the cache, for b's look below to blame b.
-    REQUIRE(wait_for([&] {
-      return g.h.ctx().health().settled() &&
-             const_cast<QueueHealth &>(g.h.ctx().health()).deadline_ns() == 0;
-    }));
+    g.wait_checked();
     // Work completed on another queue after the fault: the queue the next look would blame if
     // the first had been taken too early.
     g.submit(g.b, 1, 0xb1);
@@ -180,10 +193,70 @@ TEST_CASE("a completion known ahead of its deferred check is classified after th
     in_window += early;
     REQUIRE(wait_for([&] { return emu_counters().vm_faults == faults_before + 1; }));
     REQUIRE(g.h.wait_fence(kRingA, 1));
+    // a's check has run: b's job below comes after the fault was taken. Submitted before, it
+    // could have made the fault as far as the look can tell, which would then name no queue.
+    g.wait_checked();
     g.submit(g.b, 2, 0xb2);
     REQUIRE(g.h.fence(kRingB, 2) == 0);
     REQUIRE(g.h.wait_fence(kRingB, 2));
     g.expect_fault_on_a();
   }
   WARN("a's fence went ahead of the kernel's signal in " << in_window << " of 2 runs");
+}
+
+TEST_CASE(
+    "a fault recorded while its job still runs is nobody's when another queue completes first, "
+    "5 times each mode",
+    "[robust][events]") {
+  // The kernel's default fault mode: b's job faults, and the kernel records the fault when its
+  // interrupt comes, while the job goes on (here it waits at a gate). a's job completes
+  // meanwhile, and the look its completion brings finds the fault new. The fault cache names no
+  // ring and b's job will end like any other, so no look can tell whose it is: it is posted once,
+  // for no queue, and neither queue reports _VM_FAULT. Given to the only queue looked at, it was
+  // a's.
+  ScopedKnob mode{"RVGL_EMU_VM_FAULT_STOP", "0"};
+  REQUIRE(mode.ok());
+  uint32_t ctx_id = 7200;
+  for (const bool async : {true, false}) {
+    for (int run = 0; run < 5; ++run) {
+      INFO((async ? "async callbacks" : "poll mode") << ", run " << run);
+      TwoQueues g(++ctx_id, async);
+      constexpr uint32_t kGateSlot = 100;
+      GateWatchdog gate(g.data.ptr<uint32_t>() + kGateSlot);  // opened below, or in 10 s
+      const uint64_t faults_before = emu_counters().vm_faults;
+      std::vector<uint32_t> dw;
+      pk::sdma_write_linear(dw, g.fault_va, {1});
+      pk::sdma_poll_mem_equal(dw, g.va + kGateSlot * 4, 1, 0xffffffffu);
+      pk::sdma_write_linear(dw, g.va + 4, {0xb1});
+      pk::sdma_pad(dw);
+      g.submit_ib(g.b, 1, dw);
+      REQUIRE(g.h.fence(kRingB, 1) == 0);
+      // Recorded while b's job waits at the gate.
+      REQUIRE(wait_for([&] { return emu_counters().vm_faults == faults_before + 1; }));
+      REQUIRE(g.word(1) == 0);
+
+      g.submit(g.a, 0, 0xa1);
+      REQUIRE(g.h.fence(kRingA, 1) == 0);
+      REQUIRE(g.h.wait_fence(kRingA, 1));
+      // a's check has run.
+      g.wait_checked();
+      auto ev = read_events(g.h);
+      REQUIRE(ev.size() == 1);
+      CHECK(ev[0].type == RVGL_EVENT_VM_FAULT);
+      CHECK(ev[0].queue == RVGL_EVENT_QUEUE_NONE);
+      CHECK((ev[0].payload[0] & ~0xfffull) == (g.fault_va & ~0xfffull));
+
+      gate.open();
+      REQUIRE(g.h.wait_fence(kRingB, 1));
+      REQUIRE(g.word(1) == 0xb1);
+      g.wait_checked();
+      CHECK(read_events(g.h).empty());
+      for (const uint32_t q : {g.a, g.b}) {
+        const auto st = g.h.queue_state(q);
+        CHECK(st.state == RVGL_QUEUE_STATE_OK);
+        CHECK(st.flags == 0);
+      }
+      CHECK(emu_counters().vm_faults == faults_before + 1);
+    }
+  }
 }
