@@ -27,7 +27,7 @@ struct rvgl_emu_counters {
   uint64_t jobs_completed; /* CS jobs that finished without error */
   uint64_t jobs_failed;    /* CS jobs that faulted, hung, were cancelled or hit a bad packet */
   uint64_t vm_faults;      /* GPU VM faults */
-  uint64_t gpu_resets;     /* injected GPU resets (hang or reset knobs) */
+  uint64_t gpu_resets;     /* GPU resets: knobs, and the full reset that ends a failed job */
   uint64_t udmabufs_alive; /* udmabufs whose pages are still held */
   uint64_t udmabufs_created;
   uint64_t device_files_open; /* open render/primary node file descriptions */

@@ -30,10 +30,8 @@ class Context {
   uint32_t reset_counter_at_create() const { return reset_counter_; }
   uint32_t vram_lost_counter_at_create() const { return vram_lost_counter_; }
 
-  // Set by the job runner when a job of this context faulted or hung.
+  // Set by the job runner when a full reset blamed a job of this context (karma).
   std::atomic<bool> guilty{false};
-  // This context lost work to a reset of its own (a fault), which other contexts did not see.
-  std::atomic<bool> reset_seen{false};
   // Jobs submitted so far (fault injection counts "the Nth job of a context").
   std::atomic<uint64_t> jobs_submitted{0};
 

@@ -230,6 +230,21 @@ void RingWorker::begin_full_reset(Deadline over) {
   }
 }
 
+void RingWorker::recover_by_full_reset(Job &job) {
+  // amdgpu_device_gpu_recover(): the context is marked guilty (drm_sched_increase_karma()) and
+  // the reset counted before the ASIC reset; the job's fence signals once it is over, which takes
+  // RVGL_EMU_FULL_RESET_US (no ring starts a job meanwhile).
+  RuntimeKnobs &k = knobs();
+  job.ctx->guilty = true;
+  const uint64_t reset_us = k.full_reset_us.load();
+  const Deadline over = SteadyClock::now() + std::chrono::microseconds(reset_us);
+  if (reset_us) begin_full_reset(over);  // before the count: whoever sees it finds rings stopped
+  resets_.gpu_resets.fetch_add(1);
+  counters().gpu_resets.fetch_add(1, std::memory_order_relaxed);
+  if (reset_us) stall_until(over);
+  fail(job, -ETIME);
+}
+
 void RingWorker::wait_out_full_reset() {
   const int64_t over_ns = resets_.full_reset_over_ns.load(std::memory_order_relaxed);
   if (over_ns == 0) return;  // no reset ever took time: no clock read per job
@@ -307,19 +322,8 @@ void RingWorker::run(Job &job) {
   // SDMA rings have no soft_recovery hook: a hang there resets the GPU.
   if ((k.hang_job.load() && job.ordinal == k.hang_job.load()) || waves_hang) {
     // The engine stops making progress; the job timeout handler resets the GPU and blames it.
-    // amdgpu_device_gpu_recover(): the context is marked guilty (drm_sched_increase_karma()) and
-    // the reset counted before the ASIC reset; the hung job's fence signals once it is over,
-    // which takes RVGL_EMU_FULL_RESET_US (no ring starts a job meanwhile).
     stall_until(lockup);
-    ctx.guilty = true;
-    ctx.reset_seen = true;
-    const uint64_t reset_us = k.full_reset_us.load();
-    const Deadline over = SteadyClock::now() + std::chrono::microseconds(reset_us);
-    if (reset_us) begin_full_reset(over);  // before the count: whoever sees it finds rings stopped
-    resets_.gpu_resets.fetch_add(1);
-    counters().gpu_resets.fetch_add(1, std::memory_order_relaxed);
-    if (reset_us) stall_until(over);
-    fail(job, -ETIME);
+    recover_by_full_reset(job);
     return;
   }
   if (k.reset_job.load() && job.ordinal == k.reset_job.load()) {
@@ -384,11 +388,13 @@ void RingWorker::run(Job &job) {
       [[fallthrough]];
     case ExecStatus::Illegal:
     case ExecStatus::Timeout:
-      // The job is lost and its context blamed (what the timeout handler does after a hang);
-      // other contexts and files are not touched.
-      ctx.guilty = true;
-      ctx.reset_seen = true;
-      fail(job, -ETIME);
+      // The job never reaches its end: the scheduler's timeout handler ends it
+      // (amdgpu_job_timedout(); an illegal packet's interrupt calls drm_sched_fault(), which
+      // runs it at once). Soft recovery kills the VMID's waves and cannot move a CP stopped at
+      // a packet, a wait or a halted VM context, and a ring with no reset hook (or whose reset
+      // failed) leaves the full reset, which every context sees in its reset counter.
+      // RVGL_EMU_SOFT_RECOVER_JOB and RVGL_EMU_RING_RESET_JOB give the other two endings.
+      recover_by_full_reset(job);
       return;
     case ExecStatus::Aborted:
       finish(job, -ECANCELED);

@@ -61,6 +61,10 @@ class RingWorker {
   // so no ring starts a job before then (wait_out_full_reset()).
   void begin_full_reset(Deadline over);
   void wait_out_full_reset();
+  // The timeout handler's full reset for a job that hung or failed on the ring
+  // (amdgpu_device_gpu_recover()): its context marked guilty, the device's reset counted, the
+  // job's fence signalled -ETIME once the reset is over.
+  void recover_by_full_reset(Job &job);
   void finish(Job &job, int error);
   // A job that ran and failed: the next pick is popped first where the kernel would have had it
   // on the ring already (pop_behind_locked), then the job ends with `error`.

@@ -135,7 +135,9 @@ int amdgpu_ioctl_ctx(DeviceFile &f, void *data) {
       if (!pc) return -EINVAL;
       Context &c = *pc;
       const uint32_t resets = d.resets().gpu_resets.load();
-      const bool reset = c.reset_seen.load() || c.reset_counter_at_create() != resets;
+      // amdgpu_ctx_query2(): RESET is the device's reset counter moved since creation, nothing
+      // of the context's own.
+      const bool reset = c.reset_counter_at_create() != resets;
       const bool vram_lost = c.vram_lost_counter_at_create() != d.resets().vram_lost.load();
       std::memset(a, 0, sizeof(*a));
       if (in.op == AMDGPU_CTX_OP_QUERY_STATE) {

@@ -161,11 +161,13 @@ struct SoftRecovery {
 };
 
 // A queue whose one job ran to its end, added to r's health owner as `handle` and checked at
-// `t`: 2 ioctls (the probe, the fault cache).
-std::shared_ptr<KernelQueue> checked_queue(Rig &r, uint32_t handle, int64_t t) {
+// `t`: 2 ioctls (the probe, the fault cache), and its context's state after a GPU reset the
+// health owner has seen (`after_reset`: each queue's context is asked once then).
+std::shared_ptr<KernelQueue> checked_queue(Rig &r, uint32_t handle, int64_t t,
+                                           bool after_reset = false) {
   auto q = r.queue_with_jobs(r.nop_ib);
   r.health.add(handle, q);
-  CHECK(ioctls_of(r.health, [&] { complete(r.health, handle, q, 1, t); }) == 2);
+  CHECK(ioctls_of(r.health, [&] { complete(r.health, handle, q, 1, t); }) == 2u + after_reset);
   return q;
 }
 
@@ -331,13 +333,19 @@ TEST_CASE("a health check asks each queue's context alone when one job failed", 
   std::vector<std::shared_ptr<KernelQueue>> qs;
   // The failed job never wrote its user fence: a WAIT_CS for it alone, and one for its context's
   // own error (Linux 6.5+ answers that for every job: KernelQueue::context_error()); the reset
-  // probe (a reset that came with a failure is news for other queues and contexts); a failure, so
-  // a context query for each of the four, then the fault cache, which names the queue whose job
-  // failed (no hang: no search for it).
-  CHECK(deferred_check_ioctls(r, qs, {false, false, true, false}) == 2 + 1 + 4 + 1);
+  // probe, which finds the GPU reset that ended the failed job (the kernel's timeout handler,
+  // emu/README.md): a WAIT_CS for each other queue's job, which a reset makes the kernel's to
+  // answer whatever its user fence says (verify_jobs); a failure, so a context query for each of
+  // the four, then the fault cache, which names the queue whose job failed (no hang: no search
+  // for it). Queues 2 and 3, whose contexts predate the reset, were reset, innocent; queue 5's
+  // context was made after it.
+  CHECK(deferred_check_ioctls(r, qs, {false, false, true, false}) == 2 + 1 + 3 + 4 + 1);
   for (size_t i = 0; i < qs.size(); ++i)
     CHECK(qs[i]->status().lost == (i == 3));
   CHECK(qs[3]->status().flags == (RVGL_QUEUE_FLAG_GUILTY | RVGL_QUEUE_FLAG_VM_FAULT));
+  CHECK(qs[1]->status().flags == RVGL_QUEUE_FLAG_INNOCENT);
+  CHECK(qs[2]->status().flags == RVGL_QUEUE_FLAG_INNOCENT);
+  CHECK(qs[4]->status().flags == 0);
 }
 
 TEST_CASE("after a GPU reset each queue's context is asked once, by whichever check sees it",
@@ -410,26 +418,48 @@ TEST_CASE("a reset one context's check hears of first is looked at by the others
 TEST_CASE("a hang classified before its recovery counted the reset has the probe asked again",
           "[health]") {
   // Soft recovery and a ring reset move the device's reset counter only after the hung job's
-  // fence signalled: a check in between classifies the hang and its probe sees no reset yet. The
-  // emulator's failed jobs never count one, so such a job plays the hang here, and another
-  // context's reset comes when the test says.
+  // fence signalled: a check in between classifies the hang and its probe sees no reset yet. Here
+  // the hung queue's reset is counted a second after its job's fence signalled, long after the
+  // looks below, and another context's reset comes when the test says.
+  test::ScopedKnob lockup{"RVGL_EMU_LOCKUP_TIMEOUT_MS", "30",
+                          std::getenv("RVGL_EMU_LOCKUP_TIMEOUT_MS") ? nullptr : "2000"};
+  test::ScopedKnob late{"RVGL_EMU_RECOVERY_COUNT_DELAY_US", "1000000", "0"};
+  REQUIRE((lockup.ok() && late.ok()));
   Rig r;
   QueueHealth &health = r.health;
-  std::vector<uint32_t> dispatch{0xc0021500u, 1, 1, 1};  // DISPATCH_DIRECT: needs shaders
-  std::memcpy(r.ibs.ptr<uint8_t>() + 2048, dispatch.data(), dispatch.size() * 4);
-  const rvgl_ib hang_ib{kIbVa + 2048, static_cast<uint32_t>(dispatch.size() * 4), 0};
   int64_t t = monotonic_ns();
   auto idle = checked_queue(r, 1, t);
-  auto hung = r.queue_with_jobs(hang_ib);
+  rvgl_emu_counters c0{};
+  rvgl_emu_get_counters(&c0, sizeof(c0));
+  std::shared_ptr<KernelQueue> hung;
+  {
+    test::ScopedKnob ring{"RVGL_EMU_RING_RESET_JOB", "2", "0"};  // the 2nd job: only its ring
+    REQUIRE(ring.ok());                                          // reset ends it
+    hung = r.queue_with_jobs(r.nop_ib, 2);
+  }
   health.add(2, hung);
   t += 1'000'000'000;
-  complete(health, 2, hung, 1, t);
-  REQUIRE(hung->status().flags == (RVGL_QUEUE_FLAG_GUILTY | RVGL_QUEUE_FLAG_HANG));
+  complete(health, 2, hung, 2, t);
+  REQUIRE(hung->status().flags == RVGL_QUEUE_FLAG_HANG);
+  // The ring reset's count, due a second after the fence, lands before the next test case.
+  struct AwaitCount {
+    uint64_t expected;  // the device's count once it has landed, with the test's own resets
+    ~AwaitCount() {
+      test::wait_for(
+          [&] {
+            rvgl_emu_counters c{};
+            rvgl_emu_get_counters(&c, sizeof(c));
+            return c.gpu_resets >= expected;
+          },
+          5000);
+    }
+  } await_count{c0.gpu_resets + 1};
   const int64_t interval = HealthPacer::process().interval_ns(t);
   CHECK(health.deadline_ns() == t + interval);
 
   SECTION("the reset comes: the probe alone finds it, then the idle queue hears of it") {
     reset_now(r);
+    ++await_count.expected;
     t += interval;
     CHECK(ioctls_of(health, [&] { health.tick(t); }) == 1);
     // The idle queue is marked: its check asks its context and its job (after a reset).
@@ -437,7 +467,7 @@ TEST_CASE("a hang classified before its recovery counted the reset has the probe
     CHECK(ioctls_of(health, [&] { health.tick(t); }) == 4);
     CHECK(idle->status().flags == RVGL_QUEUE_FLAG_INNOCENT);
     CHECK(health.deadline_ns() == t + QueueHealth::kQuietLookNs);  // its probe saw no new reset
-    CHECK(r.events.dropped_unattached() == 3);  // the hang, its guilty reset, the innocent one
+    CHECK(r.events.dropped_unattached() == 2);                     // the hang, the innocent reset
   }
   SECTION("no reset comes: the probe is asked 10 times, 1, 2, 4 ... intervals apart") {
     for (int look = 0; look < 10; ++look) {
@@ -519,7 +549,8 @@ TEST_CASE("a look due within the pacing interval is filed for the interval's end
   complete(health, 1, lost, 1, t);
   REQUIRE(lost->status().lost);
   t += 1'000'000'000;
-  checked_queue(r, 2, t);  // trusted: the quiet look kQuietLookNs after it
+  // Trusted: the quiet look kQuietLookNs after it. The lost queue's job ended in a GPU reset.
+  checked_queue(r, 2, t, /*after_reset=*/true);
   const int64_t look = t + QueueHealth::kQuietLookNs;
   REQUIRE(health.deadline_ns() == look);
   const int64_t interval = HealthPacer::process().interval_ns(look);

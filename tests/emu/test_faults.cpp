@@ -43,9 +43,12 @@ TEST_CASE("an access to an unmapped VA is a VM fault that blames the context",
   CHECK(counters().vm_faults == before.vm_faults + 1);
   CHECK(counters().jobs_failed == before.jobs_failed + 1);
 
-  // A guilty context takes no more work; another context of the same file is unaffected.
+  // A guilty context takes no more work; another context of the same file hears of the GPU
+  // reset that ended the job (amdgpu_ctx_query2() compares the device's reset counter) and
+  // works on.
   CHECK(submit(fd.get(), ctx, AMDGPU_HW_IP_DMA, 0, buf.va, 4, &seq) == -ECANCELED);
-  CHECK(ctx_state2(fd.get(), other) == 0);
+  CHECK(ctx_state2(fd.get(), other) == AMDGPU_CTX_QUERY2_FLAGS_RESET);
+  CHECK(counters().gpu_resets == before.gpu_resets + 1);
   std::vector<uint32_t> ok;
   sdma::fence(ok, buf.va + 64, 0x600d);
   REQUIRE(submit(fd.get(), other, AMDGPU_HW_IP_DMA, 0, place_ib(buf, 1024, ok), ok.size() * 4,

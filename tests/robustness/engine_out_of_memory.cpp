@@ -87,8 +87,9 @@ uint64_t run(bool async, uint64_t nth, bool from_then_on) {
     INFO("ring " << kRings[i % 3] << ", fence " << i + 1);
     REQUIRE(g.h.wait_fence(kRings[i % 3], i + 1, 10000));
   }
-  // Last, a job that faults on a fourth queue (RVGL_EMU_VM_FAULT_STOP=2: the fault fails it):
-  // one VM_FAULT and one guilty QUEUE_RESET, that queue lost and no other.
+  // Last, a job that faults on a fourth queue (RVGL_EMU_VM_FAULT_STOP=2: the fault fails it,
+  // the GPU reset its timeout handler does ends it): one VM_FAULT and one guilty QUEUE_RESET,
+  // that queue lost and no other, each other queue told of the reset, innocent, once.
   int32_t r;
   const uint32_t bad = g.h.queue_create(RVGL_IP_COMPUTE, kBadRing, &r);
   REQUIRE(r == 0);
@@ -102,12 +103,15 @@ uint64_t run(bool async, uint64_t nth, bool from_then_on) {
   if (!from_then_on) tally = refusing.stop();
   const auto events = read_events(g.h);
   uint32_t vm_faults = 0, guilty = 0, other = 0;
+  std::map<uint32_t, uint32_t> innocent;  // by queue
   for (const auto &e : events) {
     if (e.type == RVGL_EVENT_VM_FAULT && e.queue == bad)
       ++vm_faults;
     else if (e.type == RVGL_EVENT_QUEUE_RESET && e.queue == bad &&
              (e.payload[0] & RVGL_EVENT_RESET_GUILTY))
       ++guilty;
+    else if (e.type == RVGL_EVENT_QUEUE_RESET && e.payload[0] == RVGL_EVENT_RESET_INNOCENT)
+      ++innocent[e.queue];
     else
       ++other;
   }
@@ -119,6 +123,8 @@ uint64_t run(bool async, uint64_t nth, bool from_then_on) {
   CHECK(vm_faults == 1);
   CHECK(guilty == 1);
   CHECK(other == 0);
+  CHECK(innocent ==
+        std::map<uint32_t, uint32_t>{{g.queues[0], 1}, {g.queues[1], 1}, {g.queues[2], 1}});
   CHECK(g.h.queue_state(bad).state == RVGL_QUEUE_STATE_LOST);
   CHECK(tally.failed == (tally.counted >= nth ? (from_then_on ? tally.counted - nth + 1 : 1) : 0));
   std::map<uint32_t, std::vector<uint64_t>> per_ring;
