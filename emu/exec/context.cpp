@@ -42,6 +42,7 @@ int Context::get_fence(const EntityKey &key, uint64_t seq, std::shared_ptr<Fence
   out = nullptr;
   auto it = entities_.find(key);
   const uint64_t next = it == entities_.end() ? 1 : it->second.next_seq;
+  if (seq == ~uint64_t{0}) seq = next - 1;  // the newest job (amdgpu_ctx_get_fence)
   if (seq >= next) return -EINVAL;
   if (it == entities_.end()) return 0;
   // Sequence numbers in the window are consecutive: an index, as amdgpu_ctx_get_fence() takes

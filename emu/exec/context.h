@@ -47,7 +47,7 @@ class Context {
   // Assigns the next sequence number of the entity and remembers its fence.
   uint64_t add_fence(const EntityKey &key, std::shared_ptr<Fence> fence);
   // amdgpu_ctx_get_fence(): -EINVAL for a sequence not yet emitted, 0 with out == nullptr for one
-  // old enough to be known signaled.
+  // old enough to be known signaled; ~0 names the newest job.
   int get_fence(const EntityKey &key, uint64_t seq, std::shared_ptr<Fence> &out);
   // amdgpu_ctx_wait_prev_fence(): the fence in the slot the entity's next job takes,
   // fences[sequence & (amdgpu_sched_jobs - 1)], i.e. that of the job amdgpu_sched_jobs (32)

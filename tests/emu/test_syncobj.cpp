@@ -185,6 +185,8 @@ TEST_CASE("FENCE_TO_HANDLE and WAIT_FENCES see CS fences", "[syncobj]") {
   drm_amdgpu_wait_fences_out out{};
   REQUIRE(wait_fence(fd, fence, true, abs_timeout_ms(20), &out) == 0);
   CHECK(out.status == 0);  // not signaled within the timeout
+  // Sequence ~0 is the context's newest job on that ring (amdgpu_ctx_get_fence()).
+  CHECK(wait_cs(fd, s.ctx, AMDGPU_HW_IP_DMA, 0, ~uint64_t{0}, 0) == 1);  // busy
 
   s.buf.u32()[1000] = 1;
   CHECK(drmSyncobjWait(fd, &so, 1, abs_timeout_ms(5000), 0, nullptr) == 0);
@@ -192,6 +194,7 @@ TEST_CASE("FENCE_TO_HANDLE and WAIT_FENCES see CS fences", "[syncobj]") {
   REQUIRE(wait_fence(fd, fence, false, abs_timeout_ms(5000), &out) == 0);
   CHECK(out.status == 1);
   CHECK(out.first_signaled == 0);
+  CHECK(wait_cs(fd, s.ctx, AMDGPU_HW_IP_DMA, 0, ~uint64_t{0}, 0) == 0);
   // A sequence number not yet emitted is an error.
   CHECK(wait_cs(fd, s.ctx, AMDGPU_HW_IP_DMA, 0, seq + 10, 0) == -EINVAL);
 }
