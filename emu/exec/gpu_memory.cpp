@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cstring>
 
-#include "core/counters.h"
 #include "memory/va_layout.h"
 #include "util/user_memory.h"
 
@@ -22,10 +21,7 @@ FaultPolicy fault_policy_from_knob(uint64_t vm_fault_stop) {
 void GpuMemory::note_fault(const VmFault &f) {
   if (!fault_seen_) {
     fault_ = f;
-    if (record_ == FaultRecord::kAtFault) {
-      vm_.record_fault(f);
-      counters().vm_faults.fetch_add(1, std::memory_order_relaxed);
-    }
+    if (record_ == FaultRecord::kAtFault) vm_.record_fault(f);
   }
   fault_seen_ = true;
   if (policy_ == FaultPolicy::Stop) stopped_ = true;

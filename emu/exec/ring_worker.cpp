@@ -371,10 +371,7 @@ void RingWorker::run(Job &job) {
   // (amdgpu_ih_process), and the fault's entry precedes the job's end-of-pipe one, so the VM's
   // fault cache is filled (gmc_v10_0_process_interrupt -> amdgpu_vm_update_fault_cache) before
   // the fence signals, whether or not the job went on. Nothing is blamed for it here.
-  if (faulted) {
-    job.vm->record_fault(fault);
-    counters().vm_faults.fetch_add(1, std::memory_order_relaxed);
-  }
+  if (faulted) job.vm->record_fault(fault);
 
   switch (st) {
     case ExecStatus::Ok:

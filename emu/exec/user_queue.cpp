@@ -85,10 +85,7 @@ bool UserQueue::process(uint64_t rptr, uint64_t wptr) {
   counters().bytes_copied.fetch_add(mem.bytes_copied(), std::memory_order_relaxed);
   counters().bytes_written.fetch_add(mem.bytes_written(), std::memory_order_relaxed);
   counters().userq_packets.fetch_add(count_dw, std::memory_order_relaxed);
-  if (mem.faulted()) {
-    p_.vm->record_fault(mem.fault());
-    counters().vm_faults.fetch_add(1, std::memory_order_relaxed);
-  }
+  if (mem.faulted()) p_.vm->record_fault(mem.fault());
   if (st != ExecStatus::Ok) {
     counters().userq_batches_failed.fetch_add(1, std::memory_order_relaxed);
     return false;
@@ -102,7 +99,6 @@ bool UserQueue::process(uint64_t rptr, uint64_t wptr) {
                             : out.write32(p_.rptr_va, static_cast<uint32_t>(wptr % ring_dw));
   if (!written) {
     p_.vm->record_fault(out.fault());
-    counters().vm_faults.fetch_add(1, std::memory_order_relaxed);
     return false;
   }
   return true;

@@ -6,6 +6,7 @@
 #include <array>
 #include <cerrno>
 
+#include "core/counters.h"
 #include "core/runtime_knobs.h"
 #include "memory/va_layout.h"
 #include "sync/fence.h"
@@ -337,8 +338,11 @@ bool GpuVm::resolve(uint64_t va, uint64_t len, VmAccess access, std::vector<VmPi
 }
 
 void GpuVm::record_fault(const VmFault &f) {
-  std::lock_guard lk(mu_);
-  fault_ = f;
+  {
+    std::lock_guard lk(mu_);
+    fault_ = f;
+  }
+  counters().vm_faults.fetch_add(1, std::memory_order_relaxed);
 }
 
 VmFault GpuVm::last_fault() const {

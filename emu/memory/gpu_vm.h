@@ -139,6 +139,8 @@ class GpuVm {
                VmFault &fault, uint64_t injected_va = 0, uint64_t injected_len = 0,
                uint64_t ticket = kNoVmTicket) const;
 
+  // The fault interrupt's handler (amdgpu_vm_update_fault_cache): the VM's fault cache takes
+  // `f`, and the emulator's vm_faults counter counts it.
   void record_fault(const VmFault &f);
   VmFault last_fault() const;
 
