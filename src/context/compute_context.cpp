@@ -220,6 +220,8 @@ int ComputeContext::create_fence(uint32_t ring_idx, uint64_t fence_id, bool merg
   // No ioctl and no wakeup: the completion engine already waits at or before `point` (see
   // queue_watch.h); work already done is delivered from inside add().
   const uint64_t position = delivery_->add(ring_idx, fence_id, std::move(src), point, mergeable);
+  // Out of memory with the ring's last place taken by a fence of another timeline (add()).
+  if (!position) return -ENOMEM;
   if (waits_on) waits_on->last_fence = position;
   return 0;
 }

@@ -3,6 +3,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <new>
 
@@ -88,8 +89,7 @@ uint64_t FenceDelivery::add(uint32_t ring_idx, uint64_t fence_id,
   {
     std::lock_guard lk(mu_);
     if (stopped_) return 0;
-    auto &q = rings_[ring_idx];
-    q.push_back({fence_id, std::move(source), point, mergeable});
+    if (!append_locked(ring_idx, {fence_id, std::move(source), point, mergeable})) return 0;
     position = ++added_[ring_idx];
     ++waiting_;
     pending_.fetch_add(1, std::memory_order_relaxed);
@@ -97,11 +97,66 @@ uint64_t FenceDelivery::add(uint32_t ring_idx, uint64_t fence_id,
     // Only the ring's front decides: a fence behind an unreached one cannot retire first. The
     // front may be an earlier fence whose point the caller just made known (create_fence's
     // user-fence path), which this pass delivers together with the new one.
-    ready = is_ready(q.front());
+    ready = is_ready(*at_locked(ring_idx, 0));
   }
   // Work already complete (or nothing to wait for) is delivered now, not at the next wakeup.
   if (ready) progress();
   return position;
+}
+
+const FenceDelivery::Pending *FenceDelivery::at_locked(uint32_t ring, size_t i) const {
+  const auto &q = rings_[ring];
+  if (i < q.size()) return &q[i];
+  if (i == q.size() && (spilled_rings_ >> ring & 1)) return &spilled_[ring];
+  return nullptr;
+}
+
+bool FenceDelivery::append_locked(uint32_t ring, Pending p) {
+  const uint64_t bit = uint64_t{1} << ring;
+  auto &q = rings_[ring];
+  try {
+    // With memory again, a spilled fence goes back in line first: the ring stays in order. A
+    // deque's push_back that throws has no effect, on the argument either.
+    if (spilled_rings_ & bit) {
+      q.push_back(spilled_[ring]);
+      spilled_[ring] = {};
+      spilled_rings_ &= ~bit;
+    }
+    q.push_back(std::move(p));
+    return true;
+  } catch (const std::bad_alloc &) {
+  }
+  if (!(spilled_rings_ & bit)) {
+    spilled_[ring] = std::move(p);
+    spilled_rings_ |= bit;
+    return true;
+  }
+  // Reported in place of the spilled one, which it follows (the VMM retires that one with it), so
+  // it waits for what that one waited for too: never reported before the work of a fence it
+  // stands for. One condition holds both when either has none (it retires as soon as the
+  // fences before it have) or both wait on one timeline; two timelines (a queue destroyed and
+  // another made on the ring meanwhile) would need room this fence does not have.
+  Pending &s = spilled_[ring];
+  if (s.source && p.source && s.source != p.source) return false;
+  if (!p.source) {
+    p.source = std::move(s.source);
+    p.point = s.point;
+  } else if (s.source) {
+    p.point = std::max(p.point, s.point);
+  }
+  p.covers += s.covers;
+  s = std::move(p);
+  return true;
+}
+
+void FenceDelivery::pop_front_locked(uint32_t ring) {
+  auto &q = rings_[ring];
+  if (!q.empty()) {
+    q.pop_front();
+    return;
+  }
+  spilled_[ring] = {};
+  spilled_rings_ &= ~(uint64_t{1} << ring);
 }
 
 template <class Out>
@@ -110,25 +165,26 @@ void FenceDelivery::collect_locked(Out *done) {
   while (busy) {
     const uint32_t ring = static_cast<uint32_t>(__builtin_ctzll(busy));
     busy &= busy - 1;
-    auto &q = rings_[ring];
     // Each fence is asked once: the answer for the next one carries over to its turn.
-    bool ready = !q.empty() && is_ready(q.front());
+    const Pending *front = at_locked(ring, 0);
+    bool ready = front && is_ready(*front);
     while (ready) {
-      const Pending &p = q.front();
-      const bool next_ready = q.size() > 1 && is_ready(q[1]);
+      const Pending &p = *at_locked(ring, 0);
+      const Pending *next = at_locked(ring, 1);
+      const bool next_ready = next && is_ready(*next);
       // A mergeable fence that retires together with the next one of its ring is reported by
       // that one: the VMM retires every earlier fence of a ring with a later one (QEMU's
       // virgl_write_context_fence, crosvm's fence handler, vtest_signal_sync_queue), so a burst
       // costs one callback. Non-mergeable fences are each reported.
       if (!(p.mergeable && next_ready)) done->push_back({ring, p.fence_id});
-      pending_.fetch_sub(1, std::memory_order_relaxed);
-      ++retired_;
-      ++taken_[ring];
-      --waiting_;
-      q.pop_front();
+      pending_.fetch_sub(p.covers, std::memory_order_relaxed);
+      retired_ += p.covers;
+      taken_[ring] += p.covers;
+      waiting_ -= p.covers;
+      pop_front_locked(ring);
       ready = next_ready;
     }
-    if (q.empty()) busy_rings_ &= ~(uint64_t{1} << ring);
+    if (!at_locked(ring, 0)) busy_rings_ &= ~(uint64_t{1} << ring);
   }
 }
 
@@ -266,9 +322,9 @@ uint64_t FenceDelivery::first_pending_point(const FenceSource *source) const {
   while (busy) {
     const uint32_t ring = static_cast<uint32_t>(__builtin_ctzll(busy));
     busy &= busy - 1;
-    for (const Pending &p : rings_[ring]) {
-      if (p.source.get() != source) continue;
-      if (!best || p.point < best) best = p.point;
+    for (size_t i = 0; const Pending *p = at_locked(ring, i); ++i) {
+      if (p->source.get() != source) continue;
+      if (!best || p->point < best) best = p->point;
       break;  // later fences of a ring wait for later points
     }
   }
@@ -301,7 +357,7 @@ size_t FenceDelivery::pending() const {
   size_t n = ready_.size();
   for (const auto &q : rings_)
     n += q.size();
-  return n;
+  return n + static_cast<size_t>(__builtin_popcountll(spilled_rings_));
 }
 
 }  // namespace rvgl

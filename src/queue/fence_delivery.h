@@ -43,7 +43,13 @@ class FenceDelivery {
   // (VIRGL_RENDERER_FENCE_FLAG_MERGEABLE) that retires together with the next fence of its ring
   // is reported by that fence alone (the VMM retires every earlier fence of the ring with it);
   // it is never held for later work.
-  // Returns the fence's position on its ring (1 for the ring's first fence), 0 if dropped.
+  // Out of memory, a fence the ring has no room for takes the place of the ring's last one
+  // (spilled_), waits for what both wait for, and is reported for both, as the VMM retires every
+  // earlier fence of a ring with a later one (see collect_locked). A refused fence would be lost,
+  // and a guest waiting on a ring's last fence would wait for ever (QEMU ignores create_fence's
+  // result). Refused only where the two wait on different timelines (append_locked).
+  // Returns the fence's position on its ring (1 for the ring's first fence), 0 if dropped or
+  // refused.
   uint64_t add(uint32_t ring_idx, uint64_t fence_id, std::shared_ptr<const FenceSource> source,
                uint64_t point, bool mergeable);
 
@@ -93,6 +99,7 @@ class FenceDelivery {
     std::shared_ptr<const FenceSource> source;
     uint64_t point;
     bool mergeable;
+    uint64_t covers = 1;  // this fence and the spilled ones it took the place of
   };
   struct Done {
     uint32_t ring;
@@ -101,6 +108,11 @@ class FenceDelivery {
 
   FenceDelivery(bool async, Callback cb) : async_(async), cb_(std::move(cb)) {}
   static bool is_ready(const Pending &p) { return !p.source || p.source->reached() >= p.point; }
+  // A ring's fences in order: its deque, then its spilled fence if it has one (mu_ held).
+  const Pending *at_locked(uint32_t ring, size_t i) const;
+  // False: out of memory, and no room to keep `p` without retiring a fence early.
+  bool append_locked(uint32_t ring, Pending p);
+  void pop_front_locked(uint32_t ring);
   // Takes every fence that is now known reached off the rings (mu_ held).
   template <class Out>
   void collect_locked(Out *done);
@@ -115,7 +127,12 @@ class FenceDelivery {
 
   mutable std::mutex mu_;
   std::deque<Pending> rings_[RVGL_RING_COUNT];
-  uint64_t busy_rings_ = 0;  // bit per ring with pending fences
+  // Per ring, out of memory: the fence behind the deque's last, standing for every fence added
+  // since the deque could not grow. Room the delivery has from its creation, so add() never
+  // allocates to keep a fence.
+  Pending spilled_[RVGL_RING_COUNT] = {};
+  uint64_t spilled_rings_ = 0;  // bit per ring whose spilled_ holds a fence
+  uint64_t busy_rings_ = 0;     // bit per ring with pending fences
   uint64_t added_[RVGL_RING_COUNT] = {};
   uint64_t taken_[RVGL_RING_COUNT] = {};
   uint64_t waiting_ = 0;  // sum of added_ - taken_

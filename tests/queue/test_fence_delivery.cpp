@@ -373,3 +373,110 @@ TEST_CASE("a poll-mode delivery that runs out of memory loses no fence", "[fence
     CHECK(f.each_once_in_order());
   }
 }
+
+TEST_CASE("a fence added with no memory left stands for the ring's fences since then",
+          "[fence-delivery]") {
+  // add() grew the ring's deque: out of memory, the exception went to create_fence, the VMM
+  // (QEMU ignores the result) kept the guest's command waiting for a fence that no one would
+  // report.
+  for (const bool async : {true, false}) {
+    INFO((async ? "async" : "poll mode"));
+    std::vector<uint64_t> got;
+    got.reserve(64);
+    int err = 0;
+    auto d = FenceDelivery::create(
+        async, [&](uint32_t ring, uint64_t id) { got.push_back(ring == 5 ? id : 0); }, &err);
+    REQUIRE(d);
+    auto source = std::make_shared<SettableSource>();
+    auto deliver = [&] {
+      d->progress();
+      d->poll();
+    };
+    // 1-30 with no memory at all: the first fit where the ring has room from its creation.
+    std::vector<uint64_t> positions(30);
+    bool threw = false;
+    t_allocations_left = 0;
+    try {
+      for (uint64_t i = 1; i <= 30; ++i)
+        positions[i - 1] = d->add(5, i, source, i, /*mergeable=*/false);
+    } catch (const std::bad_alloc &) {
+      threw = true;
+    }
+    t_allocations_left = -1;
+    REQUIRE_FALSE(threw);
+    for (uint64_t i = 1; i <= 30; ++i)
+      CHECK(positions[i - 1] == i);
+    // 31-35 with memory again, behind them.
+    for (uint64_t i = 31; i <= 35; ++i)
+      CHECK(d->add(5, i, source, i, false) == i);
+    CHECK(d->waiting() == 35);
+    CHECK(d->first_pending_point(source.get()) == 1);
+
+    source->at = 29;
+    deliver();
+    REQUIRE_FALSE(got.empty());
+    const uint64_t had_room = got.size();  // reported each, in order
+    REQUIRE(had_room < 29);
+    for (uint64_t i = 0; i < had_room; ++i)
+      CHECK(got[i] == i + 1);
+    // The rest of 1-30 wait for 30's point, and are taken off with it.
+    CHECK(d->first_pending_point(source.get()) == 30);
+    CHECK(d->waiting() == 35 - had_room);
+    CHECK_FALSE(d->taken_through(5, had_room + 1));
+
+    source->at = 35;
+    deliver();
+    std::vector<uint64_t> want(had_room);
+    std::iota(want.begin(), want.end(), 1);
+    for (const uint64_t id : {30, 31, 32, 33, 34, 35})
+      want.push_back(id);
+    CHECK(got == want);
+    CHECK(d->retired() == 35);
+    CHECK(d->waiting() == 0);
+    CHECK(d->pending() == 0);
+    CHECK(d->taken_through(5, 35));
+    CHECK(d->first_pending_point(source.get()) == 0);
+  }
+}
+
+TEST_CASE("a fence that stands for spilled ones never retires before their work",
+          "[fence-delivery]") {
+  // One that waits for nothing (the ring's queue was destroyed) waits for what the spilled one
+  // waited for; one of another timeline cannot hold both conditions, and is refused.
+  std::vector<uint64_t> got;
+  got.reserve(64);
+  int err = 0;
+  auto d = FenceDelivery::create(
+      true, [&](uint32_t, uint64_t id) { got.push_back(id); }, &err);
+  REQUIRE(d);
+  auto a = std::make_shared<SettableSource>();
+  auto b = std::make_shared<SettableSource>();
+  bool threw = false;
+  uint64_t with_nothing = 0, on_b = 0;
+  t_allocations_left = 0;
+  try {
+    for (uint64_t i = 1; i <= 30; ++i)  // the last ones spilled, as in the case above
+      d->add(2, i, a, i, /*mergeable=*/false);
+    with_nothing = d->add(2, 31, nullptr, 0, false);
+    on_b = d->add(2, 32, b, 1, false);
+  } catch (const std::bad_alloc &) {
+    threw = true;
+  }
+  t_allocations_left = -1;
+  REQUIRE_FALSE(threw);
+  CHECK(with_nothing == 31);
+  CHECK(on_b == 0);
+  CHECK(d->waiting() == 31);
+  b->at = 1;
+  a->at = 29;
+  d->progress();
+  REQUIRE_FALSE(got.empty());
+  CHECK(got.back() < 29);  // 30 and 31 wait for point 30
+  a->at = 30;
+  d->progress();
+  REQUIRE(got.size() >= 2);
+  CHECK(got.back() == 31);
+  CHECK(got[got.size() - 2] < 29);
+  CHECK(d->retired() == 31);
+  CHECK(d->waiting() == 0);
+}
