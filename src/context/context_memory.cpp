@@ -176,6 +176,10 @@ int32_t ContextMemory::va_map(const rvgl_req_va_map &q) {
   if (q.size > limits_.max_va_bytes - mapped_bytes_) return -ENOSPC;
 
   const uint32_t kflags = kernel_va_flags(q.flags);
+  // Reachable from the first kernel mapping on, whatever comes of this request: a piece mapped
+  // and undone below keeps its page-table entries until the VM's jobs in flight end
+  // (amdgpu_vm_clear_freed() syncs to them), so detach, unref and destroy must wait for those.
+  obj->note_gpu_mapped();
   int err = 0;
   uint64_t mapped = 0;
   try {
@@ -202,7 +206,6 @@ int32_t ContextMemory::va_map(const rvgl_req_va_map &q) {
     return err;
   }
   // Recorded, or undone: a kernel mapping nobody knows of would outlive the object's revoke.
-  MemoryObject &mapped_obj = *m.object;
   try {
     va_.insert(std::move(m));
   } catch (const std::bad_alloc &) {
@@ -211,7 +214,6 @@ int32_t ContextMemory::va_map(const rvgl_req_va_map &q) {
   }
   kernel_mappings_ += pieces;
   mapped_bytes_ += q.size;
-  mapped_obj.note_gpu_mapped();
   return 0;
 }
 

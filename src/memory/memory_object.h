@@ -83,7 +83,8 @@ class MemoryObject {
     uint64_t size;  // bytes
   };
   void set_guest_ranges(std::vector<GuestRange> ranges) { guest_ranges_ = std::move(ranges); }
-  // Whether the object was ever mapped into the GPU VM: only then can a job still running reach
+  // Whether a GPU VM mapping of the object was ever asked of the kernel (even one undone at once:
+  // its page-table entries outlive the jobs in flight): only then can a job still running reach
   // its pages (VMM thread).
   void note_gpu_mapped() { gpu_mapped_ = true; }
   bool gpu_mapped_once() const { return gpu_mapped_; }

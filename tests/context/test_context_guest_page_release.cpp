@@ -156,3 +156,40 @@ TEST_CASE("guest pages the GPU never mapped are let go without waiting for jobs"
   gate.open();
   CHECK(wait_for([&] { return g.marker() == 1; }));
 }
+
+TEST_CASE("a VA_MAP the kernel refuses part way still makes detach and destroy wait for jobs",
+          "[context][userptr][release]") {
+  // The blob's first piece was mapped and then undone; the kernel clears those page-table entries
+  // only after the jobs in flight, so a job submitted before the VA_MAP may still write through
+  // them. Only a VA_MAP that succeeded counted as the pages being reachable: detach and destroy
+  // returned at once, and the job wrote into the pages afterwards. Found by a review.
+  ScopedKnob lockup("RVGL_EMU_LOCKUP_TIMEOUT_MS", "30000", "2000");
+  REQUIRE(lockup.ok());
+  const bool async = GENERATE(false, true);
+  const bool destroy = GENERATE(false, true);
+  INFO("async " << async << (destroy ? ", context destroy" : ", detach"));
+  Guest g(async);
+  g.h.ctx().detach_resource(g.pages_res);  // no other blob covers the pages
+  // The guest pages in two ranges, halves swapped: two kernel objects, two GEM_VA maps. The job
+  // writes the blob's offset kPageWord, in the first piece: the pages' 32 KiB + kPageWord.
+  const iovec halves[2] = {{g.pages.ptr(32 * 1024), 32 * 1024}, {g.pages.ptr(0), 32 * 1024}};
+  int err = 0;
+  const uint32_t res = userptr_blob(g.h, std::span<const iovec>(halves, 2), &err);
+  REQUIRE(err == 0);
+  g.submit_gated_job(true);
+  rvgl_emu_reset_fault_injection();
+  {
+    ScopedKnob refuse("RVGL_EMU_FAIL", "GEM_VA:2:ENOMEM", "");
+    REQUIRE(refuse.ok());
+    CHECK(g.h.va_map(0, res, 0, g.va + kPagesVa, 64 * 1024) == -ENOMEM);
+  }
+  rvgl_emu_reset_fault_injection();
+  GateWatchdog gate(g.gate(), kOpenAfter);
+  if (destroy)
+    g.h.ctx().close();
+  else
+    g.h.ctx().detach_resource(res);
+  CHECK(g.marker() == 1);
+  CHECK(__atomic_load_n(reinterpret_cast<uint32_t *>(g.pages.ptr(32 * 1024 + kPageWord)),
+                        __ATOMIC_ACQUIRE) == kPageValue);
+}
