@@ -58,6 +58,8 @@ class KernelQueue {
   // finished_point() >= seq for the newest submission, without walking back to the newest
   // finished one.
   bool finished(uint64_t seq) const;
+  // Whether finished() can say yes: the queue has its user fence page.
+  bool tells_finished() const { return user_fence_ != nullptr; }
   // The newest recorded submission at or after `seq` that the user fence page shows finished;
   // 0 for none (no ioctl).
   uint64_t finished_from(uint64_t seq) const { return newest_finished(seq); }

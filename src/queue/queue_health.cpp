@@ -32,6 +32,22 @@ namespace {
 // User queues of every context of the process (QueueHealth::kUserPollShareNs).
 std::atomic<uint64_t> g_user_queues{0};
 
+// Whether `q`'s work may have made a fault now in the VM's fault cache, its jobs known done up to
+// `reached`; `unlooked`: it has completions no look has taken. A lost queue only by jobs still
+// running. Where a faulting job stops (stop mode) only a job that did not run to its end may
+// have: one in flight, halted at the fault, or failed and not looked at yet, which the user fence
+// tells when the queue has one (its newest job wrote it: a fault would have made the context
+// guilty and cancelled the jobs behind it). In the default mode the faulting job goes on and ends
+// like any other, so completions no look has taken count too.
+bool may_have_faulted(const KernelQueue &q, uint64_t reached, bool unlooked, bool lost,
+                      bool stop_mode) {
+  const bool past = q.work_past(std::max(reached, q.timeline()->known_reached()));
+  if (lost) return past;
+  if (stop_mode && q.tells_finished())
+    return q.submitting() || (q.last_submitted() && !q.finished(q.last_submitted()));
+  return unlooked || past;
+}
+
 }  // namespace
 
 QueueHealth::~QueueHealth() {
@@ -77,7 +93,17 @@ void QueueHealth::remove(uint32_t handle) {
   // TSan's slower schedule: re-create got EBUSY) — and no later check looks at the queue.
   std::lock_guard no_check(check_mu_);
   std::lock_guard lk(mu_);
-  queues_.erase(handle);
+  if (auto it = queues_.find(handle); it != queues_.end()) {
+    prune_gone_locked();
+    if (!it->second.queue->idle()) {
+      try {
+        gone_.push_back(it->second.queue);
+      } catch (const std::bad_alloc &) {
+        gone_untracked_ = true;
+      }
+    }
+    queues_.erase(it);
+  }
   if (users_.erase(handle)) g_user_queues.fetch_sub(1, std::memory_order_relaxed);
   if (users_.empty()) {
     next_user_poll_ns_ = 0;
@@ -583,7 +609,7 @@ void QueueHealth::check(int64_t now) {
   if (stop_mode && failed == 0 &&
       (std::any_of(seen.begin(), seen.end(),
                    [](const Seen &s) { return !s.before.lost && s.q->work_past(s.reached); }) ||
-       busy_outside(seen))) {
+       queues_may_have(seen, true))) {
     new_fault = false;
     look_after_submit = std::any_of(seen.begin(), seen.end(), [](const Seen &s) {
       return !s.before.lost && s.q->submitting();
@@ -601,21 +627,31 @@ void QueueHealth::check(int64_t now) {
   // kernel queue of the look. A user queue stops on its fault in either mode (the kernel reports
   // it hung), so it is one only when it was the only queue looked at. A queue lost before this
   // look completes nothing new (a cancelled job's signal, a refused submission): it is none of
-  // these. In the default mode either holds only while no other kernel queue has work the GPU
-  // may be running or has run since its last look: the kernel records a fault when the fault's
-  // interrupt comes, while its job goes on (asked after the fault was read, so a job that made it
-  // was submitted by then). Left for a later look, such a fault could go nowhere better: a job that
-  // made it ends like any other, and that look would give it to whichever queue completed.
+  // these. In either mode each holds only while nothing else may have made the fault
+  // (others_may_have()): no other kernel queue, destroyed ones whose jobs may still run and lost
+  // ones included, has work the GPU may be running or has run since its last look, and no user
+  // queue outside the look is live. In the default mode the kernel records a fault when the
+  // fault's interrupt comes, while its job goes on; in stop mode another queue's job may be
+  // halted at it, to fail only at its timeout (asked after the fault was read, so a job that made
+  // it was submitted by then). Left for a later look, such a fault could go nowhere better in the
+  // default mode: a job that made it ends like any other, and that look would give it to
+  // whichever queue completed.
   Seen *fault_owner = nullptr;
   uint32_t fault_queue = RVGL_EVENT_QUEUE_NONE;  // a user queue's handle, when it is theirs
   if (new_fault) {
     // In stop mode a look with no failed job has left the fault above while others were busy.
-    const bool others_may_have = !stop_mode && busy_outside(seen);
-    if (stop_mode && failed == 1)
+    // With one that failed, a job of another queue halted at the fault (it fails only at its
+    // timeout) may have made it: one of the look's with work past what it reached, too.
+    bool others = others_may_have(seen, users, stop_mode);
+    if (stop_mode && failed == 1 && !others)
+      others = std::any_of(seen.begin(), seen.end(), [&](const Seen &s) {
+        return &s != only_failed && !s.before.lost && s.q->work_past(s.reached);
+      });
+    if (stop_mode && failed == 1 && !others)
       fault_owner = only_failed;
-    else if (!stop_mode && !others_may_have && live == 1 && users.empty())
+    else if (!stop_mode && !others && live == 1 && users.empty())
       fault_owner = only_live;
-    else if (!others_may_have && live == 0 && users.size() == 1)
+    else if (!others && live == 0 && users.size() == 1)
       fault_queue = users[0].first;
     // Nobody can tell whose it is: posted once, before any queue of the look is published lost.
     if (!fault_owner && fault_queue == RVGL_EVENT_QUEUE_NONE)
@@ -775,7 +811,20 @@ void QueueHealth::give_up(const std::vector<const Seen *> &queues, bool fault_un
   events_.notify();
 }
 
-bool QueueHealth::busy_outside(const std::vector<Seen> &seen) const {
+void QueueHealth::prune_gone_locked() {
+  // A destroyed queue's context keeps it while its jobs run (ComputeContext::draining_); once
+  // that lets it go, or it is idle, none of its work is left to fault. The reference taken here
+  // is the last one only when the context let the queue go meanwhile, which it does once the
+  // queue is idle: freeing an idle queue's kernel context does not wait.
+  std::erase_if(gone_, [](const std::weak_ptr<KernelQueue> &w) {
+    const std::shared_ptr<KernelQueue> q = w.lock();
+    return !q || q->idle();
+  });
+}
+
+bool QueueHealth::queues_may_have(const std::vector<Seen> &seen, bool stop_mode) const {
+  for (const Seen &s : seen)
+    if (s.before.lost && may_have_faulted(*s.q, s.reached, false, true, stop_mode)) return true;
   std::lock_guard lk(mu_);
   for (const auto &[h, t] : queues_) {
     // seen was taken from queues_ in handle order.
@@ -783,9 +832,27 @@ bool QueueHealth::busy_outside(const std::vector<Seen> &seen) const {
         std::lower_bound(seen.begin(), seen.end(), h,
                          [](const Seen &s, uint32_t handle) { return s.handle < handle; });
     if (in != seen.end() && in->handle == h) continue;
-    if (t.queue->status().lost) continue;
-    if (t.dirty || t.held) return true;  // completions not looked at yet
-    if (t.queue->work_past(std::max(t.reached, t.queue->timeline()->known_reached()))) return true;
+    const bool lost = t.queue->status().lost;
+    if (may_have_faulted(*t.queue, t.reached, !lost && (t.dirty || t.held), lost, stop_mode))
+      return true;
+  }
+  return false;
+}
+
+bool QueueHealth::others_may_have(
+    const std::vector<Seen> &seen,
+    const std::vector<std::pair<uint32_t, std::shared_ptr<UserQueue>>> &users, bool stop_mode) {
+  if (queues_may_have(seen, stop_mode)) return true;
+  std::lock_guard lk(mu_);
+  if (gone_untracked_) return true;
+  prune_gone_locked();
+  if (!gone_.empty()) return true;
+  for (const auto &[h, u] : users_) {
+    if (u.queue->status().lost) continue;
+    const bool taken = std::any_of(users.begin(), users.end(), [&](const auto &l) {
+      return l.first == h && l.second == u.queue;
+    });
+    if (!taken) return true;
   }
   return false;
 }

@@ -260,10 +260,19 @@ class QueueHealth final : public CompletionEngine::Watch, public ResetListener {
   // Whether the kernel signalled every point `seen` is about to classify; asks the timeline of
   // each queue whose point is known only from its user fence. Engine thread.
   bool all_signalled(std::vector<Seen> &seen);
-  // Whether a live kernel queue this look does not cover has work not seen to end, or
-  // completions not looked at (marked since the look took its queues, or held out of it; takes
-  // mu_): the fault cache may hold that work's fault.
-  bool busy_outside(const std::vector<Seen> &seen) const;
+  // Drops from gone_ the queues whose work is over (mu_ held).
+  void prune_gone_locked();
+  // Whether a kernel queue this look does not cover, or one lost before it, has work that may
+  // have made a fault in the cache (takes mu_; may_have_faulted() in queue_health.cpp): a later
+  // look of that queue classifies it.
+  bool queues_may_have(const std::vector<Seen> &seen, bool stop_mode) const;
+  // Whether anything but the look's own queues may have made it: queues_may_have(), a destroyed
+  // queue whose jobs may still run (gone_), or a user queue not lost that the look did not take
+  // (`users`: its progress is invisible). No look classifies a destroyed queue, so only a rule
+  // that names a queue asks about it. Takes mu_.
+  bool others_may_have(const std::vector<Seen> &seen,
+                       const std::vector<std::pair<uint32_t, std::shared_ptr<UserQueue>>> &users,
+                       bool stop_mode);
   // Files a check of what is marked: the next allowed check's deadline, or now when one is
   // allowed now (for a caller that does not run it itself).
   void file_check_locked(int64_t now);
@@ -307,6 +316,13 @@ class QueueHealth final : public CompletionEngine::Watch, public ResetListener {
   bool reset_told_ = false;
   std::map<uint32_t, Tracked> queues_;
   std::map<uint32_t, TrackedUser> users_;
+  // Destroyed kernel queues whose jobs may still run (remove()): never classified again, but
+  // their work may be what made a fault (others_may_have()). Not kept alive here (their kernel
+  // contexts go when the context lets them go), and dropped once idle or gone. Out of memory
+  // keeping one, gone_untracked_ says so for the context's life: every fault is then posted for
+  // no queue, as one may be that queue's.
+  std::vector<std::weak_ptr<KernelQueue>> gone_;
+  bool gone_untracked_ = false;
   int64_t next_user_poll_ns_ = 0;
   int64_t last_check_ns_ = 0;
   int64_t due_ns_ = 0;
@@ -317,7 +333,7 @@ class QueueHealth final : public CompletionEngine::Watch, public ResetListener {
   // marked now joins it: the engine runs the waiting check first (completed()), and
   // completed_later() leaves the completion to the engine. A queue that check did not take and
   // that is marked while it still waits (it was postponed again) is held (Tracked::held), which
-  // busy_outside() counts as work not looked at, as it would a queue the look had joined.
+  // others_may_have() counts as work not looked at, as it would a queue the look had joined.
   bool waiting_signal_ = false;
 
   // Engine thread only (checks never run concurrently: they run on that thread).
