@@ -95,9 +95,13 @@ void QueueHealth::remove(uint32_t handle) {
   std::lock_guard lk(mu_);
   if (auto it = queues_.find(handle); it != queues_.end()) {
     prune_gone_locked();
-    if (!it->second.queue->idle()) {
+    // Its jobs may still run, or it has completions no look has classified (their faults may
+    // still be in the cache, unread). A mark alone says nothing: the same point is often made
+    // known twice (the VMM's thread, then the engine).
+    const Tracked &t = it->second;
+    if (!t.queue->idle() || t.reached > t.looked) {
       try {
-        gone_.push_back(it->second.queue);
+        gone_.push_back({t.queue, 0});
       } catch (const std::bad_alloc &) {
         gone_untracked_ = true;
       }
@@ -266,12 +270,16 @@ void QueueHealth::post_fault(uint32_t queue, const rvgl_drm_amdgpu_info_gpuvm_fa
 }
 
 bool QueueHealth::peek_new_fault(rvgl_drm_amdgpu_info_gpuvm_fault *f) {
-  return dev_->query_gpuvm_fault(f) == 0 && f->status && !same_fault(*f, last_fault_);
+  if (dev_->query_gpuvm_fault(f)) return false;
+  if (f->status && !same_fault(*f, last_fault_)) return true;
+  ++cache_told_;  // nothing new: every fault recorded before this read has been dealt with
+  return false;
 }
 
 bool QueueHealth::take_new_fault(rvgl_drm_amdgpu_info_gpuvm_fault *f) {
   if (!peek_new_fault(f)) return false;
   last_fault_ = *f;
+  ++cache_told_;
   return true;
 }
 
@@ -615,7 +623,7 @@ void QueueHealth::check(int64_t now) {
       return !s.before.lost && s.q->submitting();
     });
   }
-  if (new_fault) last_fault_ = fault;  // taken
+  if (new_fault) last_fault_ = fault, ++cache_told_;  // taken
 
   // A fault is a queue's only when no other queue of the look can have made it: the fault cache
   // names no ring. Where the kernel stops a faulting job (vm_fault_stop=2) the job fails, so it
@@ -720,6 +728,7 @@ void QueueHealth::check(int64_t now) {
     auto it = queues_.find(s.handle);
     if (it == queues_.end() || it->second.queue != s.q) continue;
     it->second.unread_since = 0;
+    it->second.looked = std::max(it->second.looked, s.reached);
     it->second.signalled = std::max(it->second.signalled, s.signalled);
     it->second.verified_to = std::max(it->second.verified_to, s.verified_to);
     if (faulted) post_fault(s.handle, fault);
@@ -812,13 +821,18 @@ void QueueHealth::give_up(const std::vector<const Seen *> &queues, bool fault_un
 }
 
 void QueueHealth::prune_gone_locked() {
-  // A destroyed queue's context keeps it while its jobs run (ComputeContext::draining_); once
-  // that lets it go, or it is idle, none of its work is left to fault. The reference taken here
-  // is the last one only when the context let the queue go meanwhile, which it does once the
-  // queue is idle: freeing an idle queue's kernel context does not wait.
-  std::erase_if(gone_, [](const std::weak_ptr<KernelQueue> &w) {
-    const std::shared_ptr<KernelQueue> q = w.lock();
-    return !q || q->idle();
+  // A destroyed queue's context keeps it while its jobs run (ComputeContext::draining_). Once
+  // that lets it go, or it is idle, its work makes no new fault; one it made may still be in
+  // the cache until a look has dealt with what the cache held after that (cache_told_ moved on).
+  // The reference taken here is the last one only when the context let the queue go meanwhile,
+  // which it does once the queue is idle: freeing an idle queue's kernel context does not wait.
+  std::erase_if(gone_, [this](Gone &g) {
+    if (const std::shared_ptr<KernelQueue> q = g.queue.lock(); q && !q->idle()) return false;
+    if (!g.done_at) {
+      g.done_at = cache_told_ + 1;
+      return false;
+    }
+    return cache_told_ >= g.done_at;
   });
 }
 

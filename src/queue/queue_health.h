@@ -154,6 +154,7 @@ class QueueHealth final : public CompletionEngine::Watch, public ResetListener {
     bool refused = false;      // the kernel refused its work since the last check
     int64_t busy_window = -1;  // the last window HealthPacer counted this queue busy in
     uint64_t reached = 0;      // the newest point the watch reported
+    uint64_t looked = 0;       // the newest point a check classified the queue at
     // The newest point known signalled by the kernel (completed(), or a check's query), which
     // `reached` may pass: a point read from the user fence (completed_later()).
     uint64_t signalled = 0;
@@ -316,13 +317,21 @@ class QueueHealth final : public CompletionEngine::Watch, public ResetListener {
   bool reset_told_ = false;
   std::map<uint32_t, Tracked> queues_;
   std::map<uint32_t, TrackedUser> users_;
-  // Destroyed kernel queues whose jobs may still run (remove()): never classified again, but
-  // their work may be what made a fault (others_may_have()). Not kept alive here (their kernel
-  // contexts go when the context lets them go), and dropped once idle or gone. Out of memory
-  // keeping one, gone_untracked_ says so for the context's life: every fault is then posted for
-  // no queue, as one may be that queue's.
-  std::vector<std::weak_ptr<KernelQueue>> gone_;
+  // Destroyed kernel queues whose jobs may still run, or whose completions no look took
+  // (remove()): never classified again, but their work may be what made a fault in the cache
+  // (others_may_have()). Not kept alive here (their kernel contexts go when the context lets
+  // them go). Dropped once their work is over and a look has dealt with the fault cache after
+  // that (prune_gone_locked()). Out of memory keeping one, gone_untracked_ says so for the
+  // context's life: every fault is then posted for no queue, as one may be that queue's. These
+  // and cache_told_ are touched only with check_mu_ held (by remove() and by checks).
+  struct Gone {
+    std::weak_ptr<KernelQueue> queue;
+    uint64_t done_at = 0;  // 1 + cache_told_ when its work was first seen over; 0: not yet
+  };
+  std::vector<Gone> gone_;
   bool gone_untracked_ = false;
+  // Reads of the fault cache that dealt with what it held: found nothing new, or took it.
+  uint64_t cache_told_ = 0;
   int64_t next_user_poll_ns_ = 0;
   int64_t last_check_ns_ = 0;
   int64_t due_ns_ = 0;

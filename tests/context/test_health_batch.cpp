@@ -1121,3 +1121,46 @@ TEST_CASE("a fault while a user queue the look did not take is live is no kernel
   CHECK(r.records_by_queue() == std::vector<std::string>{"vm_fault none"});
   h.remove(3);
 }
+
+TEST_CASE("a fault of a queue destroyed before its completion was looked at is no other queue's",
+          "[health]") {
+  // vm_fault_stop=0: a's job faults and runs to its end; its check waits for the pacing interval
+  // (b was just looked at) and the guest destroys a meanwhile. b's next completion brings a look
+  // that finds a's fault new: the health owner had forgotten a, and gave it to b. Found by a
+  // review.
+  Rig r;
+  r.attach_page();
+  QueueHealth &h = r.health;
+  test::ScopedKnob mode{"RVGL_EMU_VM_FAULT_STOP", "0"};
+  REQUIRE(mode.ok());
+  auto b = r.queue_with_jobs(r.nop_ib);
+  h.add(2, b);
+  const int64_t t0 = monotonic_ns();
+  const uint64_t checks = h.checks();
+  complete(h, 2, b, 1, t0);
+  REQUIRE(h.checks() == checks + 1);
+  REQUIRE(r.records_by_queue().empty());
+  auto a = r.queue();
+  h.add(1, a);
+  uint64_t seq_a = 0;
+  REQUIRE(a->submit({&r.fault_ib, 1}, {}, 0, &seq_a) == 0);
+  test::wait_signalled(*a, seq_a);   // the fault is in the cache
+  complete(h, 1, a, seq_a, t0 + 1);  // within the interval: deferred
+  REQUIRE(h.checks() == checks + 1);
+  h.remove(1);
+  uint64_t seq_b = 0;
+  REQUIRE(b->submit({&r.nop_ib, 1}, {}, 0, &seq_b) == 0);
+  test::wait_signalled(*b, seq_b);
+  complete(h, 2, b, seq_b, t0 + 1'000'000'000);
+  REQUIRE(h.checks() == checks + 2);
+  CHECK(b->status().flags == 0);
+  CHECK_FALSE(b->status().lost);
+  CHECK(r.records_by_queue() == std::vector<std::string>{"vm_fault none"});
+  // The cache dealt with, a's memory goes: a later fault is b's again.
+  uint64_t seq_f = 0;
+  REQUIRE(b->submit({&r.fault2_ib, 1}, {}, 0, &seq_f) == 0);
+  test::wait_signalled(*b, seq_f);
+  complete(h, 2, b, seq_f, t0 + 2'000'000'000);
+  CHECK(b->status().flags == RVGL_QUEUE_FLAG_VM_FAULT);
+  CHECK(r.records_by_queue() == std::vector<std::string>{"vm_fault 2", "vm_fault none"});
+}
