@@ -95,11 +95,11 @@ void QueueHealth::remove(uint32_t handle) {
   std::lock_guard lk(mu_);
   if (auto it = queues_.find(handle); it != queues_.end()) {
     prune_gone_locked();
-    // Its jobs may still run, or it has completions no look has classified (their faults may
-    // still be in the cache, unread). A mark alone says nothing: the same point is often made
-    // known twice (the VMM's thread, then the engine).
+    // It has jobs no check has classified: they may still run, or have ended with their faults
+    // still in the cache, unread. One a check classified was looked at with the cache read after
+    // its end; a mark alone says nothing (the same point is often made known twice).
     const Tracked &t = it->second;
-    if (!t.queue->idle() || t.reached > t.looked) {
+    if (t.queue->work_past(t.looked)) {
       try {
         gone_.push_back({t.queue, 0});
       } catch (const std::bad_alloc &) {
