@@ -242,6 +242,21 @@ std::shared_ptr<KernelQueue> faulted_behind_held_interrupt(Rig &r, uint64_t *seq
   return a;
 }
 
+// Runs a batch on `u` that faults (vm_fault_stop=0: the access is dropped) and waits until the
+// emulated kernel has recorded the fault.
+void fault_user_queue(test::DeviceUserQueue &u) {
+  rvgl_emu_counters c{};
+  rvgl_emu_get_counters(&c, sizeof(c));
+  const uint64_t faults_before = c.vm_faults;
+  std::vector<uint32_t> fault;
+  pk::pm4_write_data(fault, kUnmappedVa, {1});
+  u.run(fault);
+  REQUIRE(test::wait_for([&] {
+    rvgl_emu_get_counters(&c, sizeof(c));
+    return c.vm_faults == faults_before + 1;
+  }));
+}
+
 // What QUEUE_STATE reports for a queue the check found lost.
 void check_lost(const KernelQueue &q, uint32_t flags, int error) {
   const KernelQueue::Status st = q.status();
@@ -966,18 +981,9 @@ TEST_CASE("a fault while a kernel queue and a user queue are looked at is no use
   QueueHealth &h = r.health;
   test::ScopedKnob mode{"RVGL_EMU_VM_FAULT_STOP", "0"};
   REQUIRE(mode.ok());
-  rvgl_emu_counters c{};
-  rvgl_emu_get_counters(&c, sizeof(c));
-  const uint64_t faults_before = c.vm_faults;
   test::DeviceUserQueue u(r.dev, 1ull << 30);
   h.add_user(3, u.q);
-  std::vector<uint32_t> fault;
-  pk::pm4_write_data(fault, kUnmappedVa, {1});
-  u.run(fault);
-  REQUIRE(test::wait_for([&] {
-    rvgl_emu_get_counters(&c, sizeof(c));
-    return c.vm_faults == faults_before + 1;
-  }));
+  fault_user_queue(u);
   auto k = r.queue_with_jobs(r.nop_ib);
   h.add(1, k);
   const int64_t t = monotonic_ns();
@@ -1099,18 +1105,9 @@ TEST_CASE("a fault while a user queue the look did not take is live is no kernel
   QueueHealth &h = r.health;
   test::ScopedKnob mode{"RVGL_EMU_VM_FAULT_STOP", "0"};
   REQUIRE(mode.ok());
-  rvgl_emu_counters c{};
-  rvgl_emu_get_counters(&c, sizeof(c));
-  const uint64_t faults_before = c.vm_faults;
   test::DeviceUserQueue u(r.dev, 1ull << 30);
   h.add_user(3, u.q);
-  std::vector<uint32_t> fault;
-  pk::pm4_write_data(fault, kUnmappedVa, {1});
-  u.run(fault);
-  REQUIRE(test::wait_for([&] {
-    rvgl_emu_get_counters(&c, sizeof(c));
-    return c.vm_faults == faults_before + 1;
-  }));
+  fault_user_queue(u);
   auto k = r.queue_with_jobs(r.nop_ib);
   h.add(1, k);
   const uint64_t checks = h.checks();

@@ -80,6 +80,16 @@ struct TwoQueues {
     }
     submit_ib(queue, slot, dw);
   }
+  // b's job: a write to fault_va (a fault), then a wait for the data buffer's word `gate_slot`,
+  // then 0xb1 into word 1.
+  void submit_fault_then_gate(uint32_t gate_slot) {
+    std::vector<uint32_t> dw;
+    pk::sdma_write_linear(dw, fault_va, {1});
+    pk::sdma_poll_mem_equal(dw, va + gate_slot * 4, 1, 0xffffffffu);
+    pk::sdma_write_linear(dw, va + 4, {0xb1});
+    pk::sdma_pad(dw);
+    submit_ib(b, 1, dw);
+  }
   // Runs `dw` on `queue` from the IB buffer's slot `slot` (256 bytes each).
   void submit_ib(uint32_t queue, uint32_t slot, const std::vector<uint32_t> &dw) {
     int32_t r;
@@ -226,12 +236,7 @@ TEST_CASE(
       constexpr uint32_t kGateSlot = 100;
       GateWatchdog gate(g.data.ptr<uint32_t>() + kGateSlot);  // opened below, or in 10 s
       const uint64_t faults_before = emu_counters().vm_faults;
-      std::vector<uint32_t> dw;
-      pk::sdma_write_linear(dw, g.fault_va, {1});
-      pk::sdma_poll_mem_equal(dw, g.va + kGateSlot * 4, 1, 0xffffffffu);
-      pk::sdma_write_linear(dw, g.va + 4, {0xb1});
-      pk::sdma_pad(dw);
-      g.submit_ib(g.b, 1, dw);
+      g.submit_fault_then_gate(kGateSlot);
       REQUIRE(g.h.fence(kRingB, 1) == 0);
       // Recorded while b's job waits at the gate.
       REQUIRE(wait_for([&] { return emu_counters().vm_faults == faults_before + 1; }));
@@ -281,12 +286,7 @@ TEST_CASE(
       constexpr uint32_t kGateSlot = 100;
       GateWatchdog gate(g.data.ptr<uint32_t>() + kGateSlot);  // opened below, or in 10 s
       const uint64_t faults_before = emu_counters().vm_faults;
-      std::vector<uint32_t> dw;
-      pk::sdma_write_linear(dw, g.fault_va, {1});
-      pk::sdma_poll_mem_equal(dw, g.va + kGateSlot * 4, 1, 0xffffffffu);
-      pk::sdma_write_linear(dw, g.va + 4, {0xb1});
-      pk::sdma_pad(dw);
-      g.submit_ib(g.b, 1, dw);
+      g.submit_fault_then_gate(kGateSlot);
       REQUIRE(wait_for([&] { return emu_counters().vm_faults == faults_before + 1; }));
       REQUIRE(g.h.queue_destroy(g.b) == 0);  // its job still runs
       g.submit(g.a, 0, 0xa1);
