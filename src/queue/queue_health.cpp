@@ -861,10 +861,13 @@ bool QueueHealth::others_may_have(
   if (gone_untracked_) return true;
   prune_gone_locked();
   if (!gone_.empty()) return true;
-  for (const auto &[h, u] : users_) {
-    if (u.queue->status().lost) continue;
+  for (const auto &entry : users_) {
+    const uint32_t handle = entry.first;
+    const std::shared_ptr<UserQueue> &queue = entry.second.queue;
+    if (queue->status().lost) continue;
+    // Structured bindings are not captured: clang 14 does not allow it.
     const bool taken = std::any_of(users.begin(), users.end(), [&](const auto &l) {
-      return l.first == h && l.second == u.queue;
+      return l.first == handle && l.second == queue;
     });
     if (!taken) return true;
   }
