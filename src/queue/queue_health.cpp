@@ -278,9 +278,13 @@ bool QueueHealth::peek_new_fault(rvgl_drm_amdgpu_info_gpuvm_fault *f) {
 
 bool QueueHealth::take_new_fault(rvgl_drm_amdgpu_info_gpuvm_fault *f) {
   if (!peek_new_fault(f)) return false;
-  last_fault_ = *f;
-  ++cache_told_;
+  took_fault(*f);
   return true;
+}
+
+void QueueHealth::took_fault(const rvgl_drm_amdgpu_info_gpuvm_fault &f) {
+  last_fault_ = f;
+  ++cache_told_;  // dealt with: what the cache held is this look's to post
 }
 
 ResetProbe::Answer QueueHealth::ask_probe(std::vector<Seen> &seen, bool *news,
@@ -623,7 +627,7 @@ void QueueHealth::check(int64_t now) {
       return !s.before.lost && s.q->submitting();
     });
   }
-  if (new_fault) last_fault_ = fault, ++cache_told_;  // taken
+  if (new_fault) took_fault(fault);
 
   // A fault is a queue's only when no other queue of the look can have made it: the fault cache
   // names no ring. Where the kernel stops a faulting job (vm_fault_stop=2) the job fails, so it

@@ -292,6 +292,8 @@ class QueueHealth final : public CompletionEngine::Watch, public ResetListener {
   // The VM's fault cache into *f when it holds a fault no look has taken yet, which is taken now
   // (last_fault_). Engine thread (checks run there only).
   bool take_new_fault(rvgl_drm_amdgpu_info_gpuvm_fault *f);
+  // Takes a fault peek_new_fault() found: no later look finds it new (engine thread).
+  void took_fault(const rvgl_drm_amdgpu_info_gpuvm_fault &f);
   // The same read, leaving the fault for a later look (last_fault_ unchanged).
   bool peek_new_fault(rvgl_drm_amdgpu_info_gpuvm_fault *f);
   // Publishes the deadline (deadline_ns() is a load, not a lock) and tells the engine it moved:
